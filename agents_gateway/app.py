@@ -1,0 +1,85 @@
+"""The gateway: a thin ASGI service over the pipeline (ingest and reads)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import redis.asyncio as aioredis
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from agents_gateway.errors import install_error_handlers
+from agents_gateway.models import TurnBatchIn, TurnIn
+from agents_gateway.producer import TurnProducer
+from agents_gateway.routes import health, search, sessions, turns
+from agents_gateway.state import GatewayState
+from memstream.embedder import build_embedder
+from memstream.settings import Settings
+from schemas.codec import turn_event_codec
+from sinks.postgres.pool import create_pool
+from sinks.redis.buffer import SessionBuffers
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = create_pool(settings.require_database_url(), name="gateway", min_size=1, max_size=16)
+        client = aioredis.from_url(
+            settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=2
+        )
+        producer = TurnProducer(
+            settings.require_kafka(),
+            codec=turn_event_codec(),
+            timeout_s=settings.produce_timeout_s,
+            max_request_bytes=max(settings.max_body_bytes * 2, 1024 * 1024),
+        )
+        embedder = build_embedder(settings)
+        await pool.open(wait=False)
+        app.state.gateway = GatewayState(
+            settings=settings,
+            producer=producer,
+            pool=pool,
+            redis=client,
+            buffers=SessionBuffers(
+                client, max_turns=settings.buffer_max_turns, max_tokens=settings.buffer_max_tokens
+            ),
+            embedder=embedder,
+        )
+        try:
+            yield
+        finally:
+            try:
+                await producer.close()
+            finally:
+                await pool.close()
+                await client.aclose()
+                await embedder.aclose()
+
+    app = FastAPI(
+        title="memstream gateway",
+        version="1",
+        summary="Long-term memory for AI agents: publish turns, read buffers, search memory.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    for module in (turns, sessions, search, health):
+        app.include_router(module.router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for model in (TurnIn, TurnBatchIn):
+                body = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                components.update(body.pop("$defs", {}))
+                components[model.__name__] = body
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,110 @@
+"""One error shape for every 4xx/5xx: ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import psycopg
+import psycopg_pool
+import redis.exceptions
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agents_gateway.producer import BrokerUnavailableError
+from memstream.embedder import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_S = 2
+
+
+class ApiError(Exception):
+    """An error with a status, a stable code and a message for the caller."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        details: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or []
+        self.headers = headers or {}
+
+
+def error_response(
+    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message, "details": details or []}},
+        status_code=status,
+        headers=headers,
+    )
+
+
+def validation_details(errors: Any) -> list[dict[str, Any]]:
+    """Pydantic errors without the echoed input (it may be huge or secret)."""
+    return [
+        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in errors
+    ]
+
+
+def unavailable(what: str, exc: BaseException) -> JSONResponse:
+    log.warning("%s unavailable: %s: %s", what, type(exc).__name__, exc)
+    return error_response(
+        503,
+        f"{what}_unavailable",
+        f"{what} is unavailable; retry later (nothing was lost)",
+        headers={"Retry-After": str(RETRY_AFTER_S)},
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        details = validation_details(exc.errors())
+        message = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"
+        return error_response(422, "invalid_request", message, details)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, "http_error", str(exc.detail), headers=exc.headers)
+
+    @app.exception_handler(BrokerUnavailableError)
+    async def _broker(_: Request, exc: BrokerUnavailableError) -> JSONResponse:
+        return unavailable("broker", exc)
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def _pg(_: Request, exc: psycopg.OperationalError) -> JSONResponse:
+        return unavailable("postgres", exc)
+
+    @app.exception_handler(psycopg_pool.PoolTimeout)
+    async def _pool(_: Request, exc: psycopg_pool.PoolTimeout) -> JSONResponse:
+        return unavailable("postgres", exc)
+
+    @app.exception_handler(redis.exceptions.ConnectionError)
+    async def _redis(_: Request, exc: redis.exceptions.ConnectionError) -> JSONResponse:
+        return unavailable("redis", exc)
+
+    @app.exception_handler(redis.exceptions.TimeoutError)
+    async def _redis_timeout(_: Request, exc: redis.exceptions.TimeoutError) -> JSONResponse:
+        return unavailable("redis", exc)
+
+    @app.exception_handler(EmbeddingError)
+    async def _embedding(_: Request, exc: EmbeddingError) -> JSONResponse:
+        return unavailable("embedder", exc)

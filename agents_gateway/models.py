@@ -1,0 +1,138 @@
+"""Request and response bodies of the gateway (they are also its OpenAPI document)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+
+from schemas.turns import IDENTIFIER_RULE, Role, ToolStatus
+
+Identifier = StrictStr
+
+
+class TurnIn(BaseModel):
+    """One conversation turn (or tool call/outcome) an agent reports."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    event_id: uuid.UUID | None = Field(
+        default=None,
+        description="Idempotency key. Send the same id again (e.g. after a timeout) and the "
+        "turn is stored once. Generated when absent.",
+    )
+    tenant_id: Identifier = Field(description=IDENTIFIER_RULE)
+    agent_id: Identifier = Field(description=IDENTIFIER_RULE)
+    user_id: Identifier = Field(description=IDENTIFIER_RULE)
+    project_id: Identifier | None = Field(default=None, description=IDENTIFIER_RULE)
+    session_id: Identifier = Field(description=IDENTIFIER_RULE)
+    role: Role
+    content: StrictStr
+    event_time: datetime | None = Field(
+        default=None,
+        description="When it happened, ISO 8601 with a timezone; the gateway's clock when absent.",
+    )
+    tool_name: StrictStr | None = Field(default=None, max_length=128)
+    tool_status: ToolStatus | None = None
+    tags: list[StrictStr] = Field(default_factory=list)
+    metadata: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+    @field_validator("event_id", mode="before")
+    @classmethod
+    def _uuid_from_json(cls, value: Any) -> Any:
+        # strict mode accepts only UUID instances; JSON carries strings.
+        if isinstance(value, str):
+            try:
+                return uuid.UUID(value)
+            except ValueError as exc:
+                raise ValueError("event_id must be a UUID") from exc
+        return value
+
+    @field_validator("event_time", mode="before")
+    @classmethod
+    def _time_from_json(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError as exc:
+                raise ValueError("event_time must be an ISO 8601 timestamp") from exc
+            if parsed.tzinfo is None:
+                raise ValueError("event_time must include a timezone (e.g. 2026-11-30T09:00:00Z)")
+            return parsed
+        return value
+
+
+class TurnBatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    turns: list[TurnIn] = Field(min_length=1)
+
+
+class TurnsAccepted(BaseModel):
+    accepted: int
+    event_ids: list[uuid.UUID]
+
+
+class BufferedTurn(BaseModel):
+    event_id: uuid.UUID
+    agent_id: str
+    user_id: str
+    project_id: str | None
+    role: str
+    content: str
+    event_time: datetime
+    tool_name: str | None = None
+    tool_status: str | None = None
+    tokens: int
+
+
+class BufferOut(BaseModel):
+    tenant_id: str
+    session_id: str
+    turns: list[BufferedTurn]
+    total_tokens: int
+
+
+class SearchHit(BaseModel):
+    event_id: uuid.UUID
+    session_id: str
+    project_id: str | None
+    agent_id: str
+    role: str
+    content: str
+    memory_type: str
+    importance: float
+    tags: list[str]
+    created_at: datetime
+    score: float = Field(description="Reciprocal-rank-fusion score (higher is better).")
+    vector_rank: int | None = Field(description="1-based rank by vector similarity, if a candidate.")
+    text_rank: int | None = Field(description="1-based rank by full-text relevance, if a candidate.")
+
+
+class SearchOut(BaseModel):
+    query: str
+    k: int
+    embedding_model: str
+    hits: list[SearchHit]
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+    details: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class CheckOut(BaseModel):
+    ok: bool
+    detail: str
+
+
+class ReadyOut(BaseModel):
+    status: Literal["ready", "not ready"]
+    checks: dict[str, CheckOut]

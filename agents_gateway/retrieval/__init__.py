@@ -1,0 +1,1 @@
+"""How the gateway ranks memory for a query."""

@@ -1,0 +1,1 @@
+"""The gateway's endpoints, one module per resource."""

@@ -1,0 +1,128 @@
+"""``POST /v1/turns``: validate, publish to Kafka, answer 202 once the broker acknowledged."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+
+from agents_gateway.errors import ApiError, validation_details
+from agents_gateway.models import ErrorOut, TurnBatchIn, TurnIn, TurnsAccepted
+from agents_gateway.state import GatewayState
+from schemas.turns import problems
+
+router = APIRouter(tags=["turns"])
+
+REQUEST_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "oneOf": [
+                    {"$ref": "#/components/schemas/TurnIn"},
+                    {"$ref": "#/components/schemas/TurnBatchIn"},
+                ]
+            }
+        }
+    },
+}
+
+
+async def read_body(request: Request, *, limit: int) -> bytes:
+    """The request body, refusing (413) to buffer more than ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "payload_too_large", f"body of {declared} bytes exceeds the limit of {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, "payload_too_large", f"body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_turns(data: Any, *, max_batch: int) -> list[TurnIn]:
+    try:
+        if isinstance(data, dict) and "turns" in data:
+            turns = TurnBatchIn.model_validate(data).turns
+            if len(turns) > max_batch:
+                raise ApiError(
+                    413, "batch_too_large", f"batch of {len(turns)} turns exceeds the limit of {max_batch}"
+                )
+            return turns
+        if isinstance(data, dict):
+            return [TurnIn.model_validate(data)]
+    except ValidationError as exc:
+        details = validation_details(exc.errors())
+        message = "; ".join(f"{'.'.join(d['loc']) or 'body'}: {d['msg']}" for d in details)
+        raise ApiError(422, "invalid_turn", message, details=details) from exc
+    raise ApiError(422, "invalid_turn", 'body must be a turn object or {"turns": [turn, ...]}')
+
+
+def to_records(turns: list[TurnIn], *, now: datetime) -> list[dict[str, Any]]:
+    """Avro-ready records; turns without a time get the gateway's clock, 1 µs apart, in order."""
+    records = []
+    for i, turn in enumerate(turns):
+        when = turn.event_time.astimezone(UTC) if turn.event_time else now + timedelta(microseconds=i)
+        records.append(
+            {
+                "event_id": str(turn.event_id or uuid.uuid4()),
+                "tenant_id": turn.tenant_id,
+                "agent_id": turn.agent_id,
+                "user_id": turn.user_id,
+                "project_id": turn.project_id,
+                "session_id": turn.session_id,
+                "role": turn.role,
+                "content": turn.content,
+                "event_time": when,
+                "tool_name": turn.tool_name,
+                "tool_status": turn.tool_status,
+                "tags": turn.tags,
+                "metadata": turn.metadata,
+            }
+        )
+    return records
+
+
+@router.post(
+    "/v1/turns",
+    status_code=202,
+    response_model=TurnsAccepted,
+    openapi_extra={"requestBody": REQUEST_BODY},
+    responses={
+        400: {"model": ErrorOut, "description": "Malformed JSON"},
+        413: {"model": ErrorOut, "description": "Body or batch too large"},
+        415: {"model": ErrorOut, "description": "Not JSON"},
+        422: {"model": ErrorOut, "description": "A turn breaks the contract"},
+        503: {"model": ErrorOut, "description": "Broker unavailable; retry with the same event ids"},
+    },
+    summary="Publish one turn or a batch",
+)
+async def post_turns(request: Request) -> TurnsAccepted:
+    state: GatewayState = request.app.state.gateway
+    settings = state.settings
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise ApiError(415, "unsupported_media_type", "send the body as application/json")
+    body = await read_body(request, limit=settings.max_body_bytes)
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(400, "malformed_json", f"body is not valid JSON: {exc}") from exc
+    turns = parse_turns(data, max_batch=settings.max_batch_turns)
+    records = to_records(turns, now=datetime.now(UTC))
+    details = []
+    for i, record in enumerate(records):
+        for problem in problems(record, max_content_chars=settings.max_content_chars):
+            details.append({"loc": ["turns", str(i)], "msg": problem, "type": "contract"})
+    if details:
+        message = "; ".join(f"turn {d['loc'][1]}: {d['msg']}" for d in details)
+        raise ApiError(422, "invalid_turn", message, details=details)
+    await state.producer.publish(records)
+    return TurnsAccepted(accepted=len(records), event_ids=[uuid.UUID(r["event_id"]) for r in records])

@@ -1,0 +1,23 @@
+"""The typed lifespan state of the gateway: clients opened once, closed on shutdown."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis.asyncio as aioredis
+from psycopg_pool import AsyncConnectionPool
+
+from agents_gateway.producer import TurnProducer
+from memstream.embedder import Embedder
+from memstream.settings import Settings
+from sinks.redis.buffer import SessionBuffers
+
+
+@dataclass
+class GatewayState:
+    settings: Settings
+    producer: TurnProducer
+    pool: AsyncConnectionPool
+    redis: aioredis.Redis
+    buffers: SessionBuffers
+    embedder: Embedder

@@ -1,0 +1,92 @@
+"""The embedding interface every provider implements, and the cache in front of it."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from memstream.errors import MemstreamError
+
+Vectors = npt.NDArray[np.float32]
+
+
+class EmbeddingError(MemstreamError):
+    """A provider could not embed; ``retryable`` says whether trying again can help."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class Embedder(ABC):
+    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+
+    #: Recorded with every vector, e.g. ``wordllama/l2_supercat@256``.
+    model_name: str
+    dim: int
+
+    @abstractmethod
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        """Return an (len(texts), dim) array of L2-normalised vectors."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release clients; the default has nothing to release."""
+
+
+def normalise(vectors: npt.NDArray[np.floating]) -> Vectors:
+    arr = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return arr / norms
+
+
+class CachedEmbedder(Embedder):
+    """An LRU cache of text -> vector in front of a provider (repeated texts are common:
+    "ok", "thanks", the same tool output). Only misses reach the provider, once each."""
+
+    def __init__(self, inner: Embedder, *, max_entries: int = 50_000) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dim = inner.dim
+        self.max_entries = max_entries
+        self._cache: OrderedDict[bytes, Vectors] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        missing: dict[bytes, list[int]] = {}
+        missing_texts: list[str] = []
+        for i, text in enumerate(texts):
+            key = self._key(text)
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                out[i] = cached
+                self.hits += 1
+                continue
+            if key not in missing:
+                missing[key] = []
+                missing_texts.append(text)
+            missing[key].append(i)
+            self.misses += 1
+        if missing_texts:
+            vectors = await self.inner.embed(missing_texts)
+            for (key, positions), vector in zip(missing.items(), vectors, strict=True):
+                out[positions] = vector
+                self._cache[key] = vector
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
+        return out
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

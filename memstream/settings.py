@@ -1,0 +1,140 @@
+"""One frozen settings model for every memstream process.
+
+Built once in ``main`` (or a lifespan) and passed down; nothing here is read at
+import time. Every field can be set with an environment variable prefixed
+``MEMSTREAM_`` (``MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS=...``). A service left unset
+is started by the embedded local stack (``memstream up``), which then hands its
+address to the worker and the gateway through the same variables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memstream.errors import MemstreamError
+
+VectorIndex = Literal["exact", "hnsw"]
+EmbeddingProviderName = Literal["auto", "local", "gemini"]
+
+
+class Settings(BaseSettings):
+    """Configuration of a memstream process (worker, gateway, CLI)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEMSTREAM_", frozen=True, extra="ignore")
+
+    # --- where the embedded stack keeps its state -------------------------------
+    data_dir: Path = Field(
+        default=Path(".memstream"),
+        description="Directory for the embedded Postgres cluster, Redis data and stack.json.",
+    )
+
+    # --- bring-your-own services (None = started by `memstream up`) ----------------
+    kafka_bootstrap_servers: str | None = None
+    database_url: SecretStr | None = Field(
+        default=None, description="Postgres URL the worker and gateway use (the app role)."
+    )
+    database_owner_url: SecretStr | None = Field(
+        default=None,
+        description="Postgres URL migrations run as (the owner role); defaults to database_url.",
+    )
+    database_app_role: str | None = Field(
+        default=None,
+        description="With your own Postgres: the role the worker and gateway log in as; "
+        "migrations grant it least privilege.",
+    )
+    redis_url: SecretStr | None = None
+
+    # --- embedded stack ports (0 = pick a free port) ------------------------------
+    embedded_broker_port: int = 9092
+    embedded_postgres_port: int = 5433
+    embedded_redis_port: int = 6380
+
+    # --- the event log ------------------------------------------------------------
+    topic_partitions: int = Field(default=4, ge=1)
+    topic_replication_factor: int = Field(default=1, ge=1)
+    app_id: str = "memstream"
+    #: True when the broker is the embedded Tansu (enables its narrow client workarounds).
+    embedded_broker: bool = False
+    broker_session_timeout_s: float = 6.0
+    broker_heartbeat_interval_s: float = 1.5
+
+    # --- the worker -----------------------------------------------------------------
+    batch_max_events: int = Field(default=500, ge=1)
+    batch_within_s: float = Field(default=0.05, gt=0)
+    retry_initial_s: float = 0.2
+    retry_max_s: float = 10.0
+    worker_heartbeat_ttl_s: float = 10.0
+
+    # --- session buffer ---------------------------------------------------------------
+    buffer_max_turns: int = Field(default=20, ge=1)
+    buffer_max_tokens: int = Field(default=4000, ge=1)
+
+    # --- embeddings ---------------------------------------------------------------------
+    embedding_provider: EmbeddingProviderName = "auto"
+    gemini_api_key: SecretStr | None = None
+    gemini_base_url: str | None = Field(
+        default=None, description="Override of the Gemini API endpoint (tests, proxies)."
+    )
+    gemini_embedding_model: str = "gemini-embedding-001"
+    gemini_embedding_dim: int = 768
+    vector_index: VectorIndex = "exact"
+    text_search_config: str = "english"
+
+    # --- the gateway ----------------------------------------------------------------------
+    gateway_host: str = "127.0.0.1"
+    gateway_port: int = 8080
+    max_content_chars: int = Field(default=32_000, ge=1)
+    max_batch_turns: int = Field(default=500, ge=1)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    search_candidates: int = Field(default=50, ge=1)
+    rrf_k: int = Field(default=60, ge=1)
+    rrf_vector_weight: float = Field(default=0.5, ge=0)
+    rrf_text_weight: float = Field(default=0.5, ge=0)
+    produce_timeout_s: float = 10.0
+
+    log_level: str = "INFO"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def owner_database_url(self) -> SecretStr | None:
+        return self.database_owner_url or self.database_url
+
+    def require_database_url(self) -> str:
+        if self.database_url is None:
+            raise ConfigurationError(
+                "no Postgres configured: set MEMSTREAM_DATABASE_URL or run `memstream up`"
+            )
+        return self.database_url.get_secret_value()
+
+    def require_owner_database_url(self) -> str:
+        url = self.owner_database_url
+        if url is None:
+            raise ConfigurationError(
+                "no Postgres configured: set MEMSTREAM_DATABASE_OWNER_URL (or "
+                "MEMSTREAM_DATABASE_URL) or run `memstream up`"
+            )
+        return url.get_secret_value()
+
+    def require_redis_url(self) -> str:
+        if self.redis_url is None:
+            raise ConfigurationError("no Redis configured: set MEMSTREAM_REDIS_URL or run `memstream up`")
+        return self.redis_url.get_secret_value()
+
+    def require_kafka(self) -> str:
+        if not self.kafka_bootstrap_servers:
+            raise ConfigurationError(
+                "no Kafka configured: set MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS or run `memstream up`"
+            )
+        return self.kafka_bootstrap_servers
+
+
+class ConfigurationError(MemstreamError):
+    """A required setting is missing or inconsistent."""

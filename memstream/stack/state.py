@@ -1,0 +1,78 @@
+"""``stack.json``: where a running ``memstream up`` can be reached, for the CLI and benches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memstream.settings import Settings
+
+STATE_FILE = "stack.json"
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The environment that hands these settings' service addresses to a child process."""
+    env = {
+        "MEMSTREAM_DATA_DIR": str(settings.data_dir),
+        "MEMSTREAM_EMBEDDED_BROKER": "true" if settings.embedded_broker else "false",
+        "MEMSTREAM_GATEWAY_HOST": settings.gateway_host,
+        "MEMSTREAM_GATEWAY_PORT": str(settings.gateway_port),
+    }
+    if settings.kafka_bootstrap_servers:
+        env["MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS"] = settings.kafka_bootstrap_servers
+    if settings.database_url:
+        env["MEMSTREAM_DATABASE_URL"] = settings.database_url.get_secret_value()
+    if settings.database_owner_url:
+        env["MEMSTREAM_DATABASE_OWNER_URL"] = settings.database_owner_url.get_secret_value()
+    if settings.redis_url:
+        env["MEMSTREAM_REDIS_URL"] = settings.redis_url.get_secret_value()
+    return env
+
+
+def write_state(settings: Settings, *, pid: int) -> Path:
+    path = settings.data_dir / STATE_FILE
+    data = {"pid": pid, "gateway_url": gateway_url(settings), "env": settings_env(settings)}
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds passwords
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    tmp.replace(path)
+    return path
+
+
+def read_state(data_dir: Path) -> dict[str, Any] | None:
+    """The running stack's state, or None when no live ``memstream up`` wrote one."""
+    path = data_dir / STATE_FILE
+    if not path.exists():
+        return None
+    data: dict[str, Any] = orjson.loads(path.read_bytes())
+    try:
+        os.kill(int(data["pid"]), 0)
+    except (ProcessLookupError, PermissionError, KeyError, ValueError):
+        return None
+    return data
+
+
+def clear_state(data_dir: Path) -> None:
+    (data_dir / STATE_FILE).unlink(missing_ok=True)
+
+
+def gateway_url(settings: Settings) -> str:
+    return f"http://{settings.gateway_host}:{settings.gateway_port}"
+
+
+def with_running_stack(settings: Settings) -> Settings:
+    """Fill in service addresses from a running ``memstream up`` in the same data dir;
+    variables set in this process's environment win."""
+    state = read_state(settings.data_dir)
+    if state is None:
+        return settings
+    updates = {
+        name.removeprefix("MEMSTREAM_").lower(): value
+        for name, value in state["env"].items()
+        if name not in os.environ
+    }
+    return Settings(**{**settings.model_dump(), **updates})

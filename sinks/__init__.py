@@ -1,0 +1,1 @@
+"""Where memory is written: Postgres (migrations, upserts, queries) and Redis (session buffers)."""

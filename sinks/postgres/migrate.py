@@ -1,0 +1,114 @@
+"""Schema migrations: numbered SQL files applied once each, in order, as the owner role."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg
+from psycopg import sql
+
+from sinks.errors import SchemaNotReadyError
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+#: Serialises concurrent migrators (two `memstream up`, or CI and a developer).
+_LOCK_KEY = 0x6D656D73  # "mems"
+
+#: Tables the app role may read and append to. Nothing is granted UPDATE or DELETE
+#: on the event log; its triggers refuse them even for the owner.
+APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
+    "event_log": ("SELECT", "INSERT"),
+    "episodes": ("SELECT", "INSERT"),
+}
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def migrations() -> list[Migration]:
+    found = []
+    for entry in resources.files("sinks.postgres").joinpath("migrations").iterdir():
+        match = _NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(versions) != len(set(versions)):
+        raise SchemaNotReadyError(f"two migrations share a version number: {versions}")
+    return found
+
+
+def latest_version() -> int:
+    return migrations()[-1].version
+
+
+def apply_migrations(owner_url: str, *, app_role: str | None = None) -> list[int]:
+    """Apply every pending migration; grant the app role its privileges. Returns what ran."""
+    applied: list[int] = []
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS memstream_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM memstream_migrations")}
+            for migration in migrations():
+                if migration.version in done:
+                    continue
+                log.info("applying migration %04d_%s", migration.version, migration.name)
+                with conn.transaction():
+                    conn.execute(migration.sql.encode("utf-8"))
+                    conn.execute(
+                        "INSERT INTO memstream_migrations (version, name) VALUES (%s, %s)",
+                        (migration.version, migration.name),
+                    )
+                applied.append(migration.version)
+            if app_role:
+                grant_app_role(conn, app_role)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+    return applied
+
+
+def grant_app_role(conn: psycopg.Connection[tuple[object, ...]], role: str) -> None:
+    """Least privilege for the role the worker and gateway connect as."""
+    current = conn.execute("SELECT current_user").fetchone()
+    if current is not None and current[0] == role:
+        log.warning("the app and owner roles are the same (%s): no separation of privileges", role)
+        return
+    ident = sql.Identifier(role)
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident))
+    conn.execute(sql.SQL("GRANT SELECT ON memstream_migrations TO {}").format(ident))
+    for table, privileges in APP_PRIVILEGES.items():
+        conn.execute(
+            sql.SQL("GRANT {} ON {} TO {}").format(
+                sql.SQL(", ").join(sql.SQL(p) for p in privileges), sql.Identifier(table), ident
+            )
+        )
+
+
+async def check_schema(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+    """Fail loudly when the database is behind this code (run `memstream migrate`)."""
+    try:
+        cur = await conn.execute("SELECT coalesce(max(version), 0) FROM memstream_migrations")
+    except psycopg.errors.UndefinedTable as exc:
+        raise SchemaNotReadyError(
+            "the database has no memstream schema: run `memstream migrate` (or `memstream up`)"
+        ) from exc
+    row = await cur.fetchone()
+    have = int(row[0]) if row else 0  # type: ignore[call-overload]
+    want = latest_version()
+    if have < want:
+        raise SchemaNotReadyError(
+            f"the database schema is at version {have}, this code needs {want}: run `memstream migrate`"
+        )

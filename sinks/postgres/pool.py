@@ -1,0 +1,35 @@
+"""Connection pools: opened in a lifespan / on_start, closed in a finally."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg_pool import AsyncConnectionPool
+
+from sinks.errors import SchemaNotReadyError
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    try:
+        await register_vector_async(conn)
+    except psycopg.ProgrammingError as exc:
+        raise SchemaNotReadyError(
+            "vector type not found in the database: the pgvector extension is missing "
+            "(run `memstream migrate` as a role allowed to CREATE EXTENSION vector)"
+        ) from exc
+
+
+def create_pool(url: str, *, name: str, min_size: int = 1, max_size: int = 8) -> AsyncConnectionPool:
+    """A pool (not yet open) whose connections know the ``vector`` type."""
+    return AsyncConnectionPool(
+        url,
+        name=name,
+        min_size=min_size,
+        max_size=max_size,
+        open=False,
+        configure=_configure,
+        kwargs={"application_name": f"memstream-{name}"},
+        reconnect_timeout=float("inf"),
+    )

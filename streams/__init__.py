@@ -1,0 +1,1 @@
+"""The Faust app: settings, topics declared once, one agent per file, pure helpers."""

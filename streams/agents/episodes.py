@@ -1,0 +1,29 @@
+"""Embedder + episodic sink: embed a batch of turns and upsert them as episodic memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sinks.postgres.episodes import Episode, upsert_episodes
+from streams.decoding import Decoded
+from streams.resources import PipelineResources
+from streams.stage import SinkStage
+
+
+class EpisodesStage(SinkStage):
+    name = "episodes"
+
+    def __init__(self, resources: PipelineResources) -> None:
+        self.resources = resources
+
+    async def write(self, batch: Sequence[Decoded]) -> None:
+        embedder = self.resources.embedder
+        texts = [d.turn.content for d in batch]
+        vectors = await embedder.embed(texts)
+        tokens = self.resources.tokens.count_many(texts)
+        episodes = [
+            Episode(turn=d.turn, embedding=v, token_count=n)
+            for d, v, n in zip(batch, vectors, tokens, strict=True)
+        ]
+        async with self.resources.pool.connection() as conn:
+            await upsert_episodes(conn, episodes, model=embedder.model_name)

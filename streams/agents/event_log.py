@@ -1,0 +1,22 @@
+"""Event-log agent: every accepted turn, appended to the durable history in Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sinks.postgres.event_log import append_events
+from streams.decoding import Decoded
+from streams.resources import PipelineResources
+from streams.stage import SinkStage
+
+
+class EventLogStage(SinkStage):
+    name = "event-log"
+    owns_rejects = True
+
+    def __init__(self, resources: PipelineResources) -> None:
+        self.resources = resources
+
+    async def write(self, batch: Sequence[Decoded]) -> None:
+        async with self.resources.pool.connection() as conn:
+            await append_events(conn, [d.turn for d in batch])

@@ -1,0 +1,90 @@
+"""The Faust app, built from settings (never a hard-coded broker URL)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import faust
+
+from memstream.settings import Settings
+from schemas.codec import turn_event_codec
+from schemas.faust_codec import register_faust_codecs
+from streams import heartbeat
+from streams.agents.buffer import BufferStage
+from streams.agents.episodes import EpisodesStage
+from streams.agents.event_log import EventLogStage
+from streams.deadletter import DeadLetters
+from streams.resources import PipelineResources
+from streams.stage import SinkStage, StageContext, run_stage
+from streams.topics import Topics, declare_topics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Pipeline:
+    app: faust.App
+    topics: Topics
+    resources: PipelineResources
+    stages: tuple[SinkStage, ...]
+
+
+def broker_url(bootstrap_servers: str) -> str:
+    return ";".join(f"kafka://{server.strip()}" for server in bootstrap_servers.split(","))
+
+
+def build_app(settings: Settings) -> Pipeline:
+    register_faust_codecs()
+    app = faust.App(
+        settings.app_id,
+        broker=broker_url(settings.require_kafka()),
+        autodiscover=False,
+        store="memory://",
+        key_serializer="raw",
+        value_serializer="raw",
+        processing_guarantee="at_least_once",
+        consumer_auto_offset_reset="earliest",
+        # Tansu holds a new group's first JoinGroup for session-timeout / 2 (FACTS.md).
+        broker_session_timeout=settings.broker_session_timeout_s,
+        broker_heartbeat_interval=settings.broker_heartbeat_interval_s,
+        topic_partitions=settings.topic_partitions,
+        web_enabled=False,
+        worker_redirect_stdouts=False,
+    )
+    topics = declare_topics(app, partitions=settings.topic_partitions)
+    resources = PipelineResources(settings)
+    ctx = StageContext(
+        codec=turn_event_codec(),
+        dead_letters=DeadLetters(topics.dlq),
+        backoff=resources.backoff,
+        max_events=settings.batch_max_events,
+        within_s=settings.batch_within_s,
+        max_content_chars=settings.max_content_chars,
+    )
+    stages: tuple[SinkStage, ...] = (
+        EventLogStage(resources),
+        EpisodesStage(resources),
+        BufferStage(resources),
+    )
+    for stage in stages:
+        _register(app, topics, stage, ctx)
+
+    member = heartbeat.worker_id()
+
+    @app.timer(interval=settings.worker_heartbeat_ttl_s / 3)
+    async def announce() -> None:
+        if app.consumer.assignment():
+            await heartbeat.beat(
+                resources.redis, app_id=settings.app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s
+            )
+
+    return Pipeline(app=app, topics=topics, resources=resources, stages=stages)
+
+
+def _register(app: faust.App, topics: Topics, stage: SinkStage, ctx: StageContext) -> None:
+    async def process(stream: faust.StreamT[bytes]) -> None:
+        await run_stage(stream, stage, ctx)
+
+    process.__name__ = process.__qualname__ = f"memstream_{stage.name.replace('-', '_')}"
+    app.agent(topics.turns, name=f"{app.conf.id}.{stage.name}")(process)

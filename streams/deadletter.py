@@ -1,0 +1,41 @@
+"""The dead-letter topic: the original bytes of a record we cannot process, and why."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import faust
+
+from streams import topics
+
+log = logging.getLogger(__name__)
+
+
+class DeadLetters:
+    """Sends records to ``memstream.dlq.v1`` and waits for the broker to acknowledge."""
+
+    def __init__(self, topic: faust.TopicT) -> None:
+        self.topic = topic
+        self.sent = 0
+
+    async def send(self, event: faust.EventT, *, reason: str, error: str, stage: str) -> None:
+        message = event.message
+        headers = {
+            topics.DLQ_REASON: reason.encode("utf-8", "replace")[:4000],
+            topics.DLQ_ERROR: error.encode(),
+            topics.DLQ_STAGE: stage.encode(),
+            topics.DLQ_SOURCE_TOPIC: message.topic.encode(),
+            topics.DLQ_SOURCE_PARTITION: str(message.partition).encode(),
+            topics.DLQ_SOURCE_OFFSET: str(message.offset).encode(),
+            topics.DLQ_FAILED_AT: datetime.now(UTC).isoformat().encode(),
+        }
+        value = message.value if isinstance(message.value, bytes) else b""
+        key = message.key if isinstance(message.key, bytes) else None
+        log.warning(
+            "dead-lettering %s[%d]@%d at %s: %s",
+            message.topic, message.partition, message.offset, stage, reason,
+        )
+        pending = await self.topic.send(key=key, value=value, headers=headers)
+        await pending
+        self.sent += 1

@@ -1,0 +1,59 @@
+"""Turning raw records into turns, and naming what is wrong with the ones that are not."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import faust
+
+from schemas.codec import HEADER_SIZE, AvroCodec
+from schemas.errors import DecodeError
+from schemas.turns import Turn, problems
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    turn: Turn
+    event: faust.EventT
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    event: faust.EventT
+    reason: str
+    error: str
+
+
+def decode_events(
+    events: Sequence[faust.EventT], *, codec: AvroCodec, max_content_chars: int
+) -> tuple[list[Decoded], list[Rejected]]:
+    """Split a batch into acceptable turns and rejects with their reasons."""
+    good: list[Decoded] = []
+    bad: list[Rejected] = []
+    for event in events:
+        message = event.message
+        raw = message.value
+        try:
+            record = codec.decode(raw if isinstance(raw, bytes) else None)
+        except DecodeError as exc:
+            bad.append(Rejected(event, exc.reason, "DecodeError"))
+            continue
+        found = problems(record, max_content_chars=max_content_chars)
+        if found:
+            bad.append(Rejected(event, "; ".join(found), "ValidationError"))
+            continue
+        schema_id = int.from_bytes(raw[1:HEADER_SIZE], "big") if isinstance(raw, bytes) else 0
+        good.append(
+            Decoded(
+                Turn.from_record(
+                    record,
+                    schema_id=schema_id,
+                    topic=message.topic,
+                    partition=message.partition,
+                    offset=message.offset,
+                ),
+                event,
+            )
+        )
+    return good, bad

@@ -1,0 +1,82 @@
+"""What the agents write with: opened when the worker starts, closed when it stops."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import redis.asyncio as aioredis
+from mode import Service
+from psycopg_pool import AsyncConnectionPool
+
+from memstream.embedder import Embedder, build_embedder
+from memstream.settings import Settings
+from memstream.tokens import TokenCounter
+from sinks.errors import SchemaNotReadyError
+from sinks.postgres.migrate import check_schema
+from sinks.postgres.pool import create_pool
+from sinks.redis.buffer import SessionBuffers
+from streams.retry import Backoff, retry_until_done
+from streams.topics import ensure_topics
+
+log = logging.getLogger(__name__)
+
+
+class PipelineResources(Service):
+    """The Postgres pool, the Redis client, the embedder and the tokenizer of one worker."""
+
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.settings = settings
+        self.backoff = Backoff(initial_s=settings.retry_initial_s, max_s=settings.retry_max_s)
+        self.pool: AsyncConnectionPool = create_pool(
+            settings.require_database_url(), name="worker", min_size=2, max_size=6
+        )
+        self.redis: aioredis.Redis = aioredis.from_url(
+            settings.require_redis_url(), socket_timeout=10, socket_connect_timeout=5
+        )
+        self.buffers = SessionBuffers(
+            self.redis, max_turns=settings.buffer_max_turns, max_tokens=settings.buffer_max_tokens
+        )
+        self.tokens = TokenCounter()
+        self._embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            raise RuntimeError("the embedder is opened in on_start")
+        return self._embedder
+
+    async def on_start(self) -> None:
+        await retry_until_done(
+            lambda: ensure_topics(
+                self.settings.require_kafka(),
+                partitions=self.settings.topic_partitions,
+                replication_factor=self.settings.topic_replication_factor,
+            ),
+            what="creating topics",
+            backoff=self.backoff,
+        )
+        self._embedder = build_embedder(self.settings)
+        await self.pool.open(wait=False)
+
+        async def schema_ready() -> None:
+            async with self.pool.connection() as conn:
+                await check_schema(conn)
+
+        # A database that is down is waited for; one that is not migrated fails loudly.
+        await retry_until_done(
+            schema_ready,
+            what="checking the database schema",
+            backoff=self.backoff,
+            fatal=(SchemaNotReadyError,),
+        )
+        log.info("worker resources ready (embedding with %s)", self.embedder.model_name)
+
+    async def on_stop(self) -> None:
+        try:
+            await self.pool.close()
+        finally:
+            await self.redis.aclose()
+            if self._embedder is not None:
+                await self._embedder.aclose()

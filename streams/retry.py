@@ -1,0 +1,105 @@
+"""How the pipeline waits out a dead store: exponential backoff with jitter, forever.
+
+A store that is down is not a reason to drop an event or to move past it: the
+agent keeps retrying (the events stay unacknowledged, so a crash meanwhile means
+redelivery, not loss) until the store answers or the worker is stopped. Only an
+error that is about one event (bad data) is *not* retried; the caller isolates
+that event and sends it to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import psycopg
+import psycopg_pool
+import redis.exceptions
+from aiokafka.errors import KafkaError
+
+from memstream.embedder import EmbeddingError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class EventRejectedError(Exception):
+    """A store refused one particular event (bad data), so retrying cannot help."""
+
+
+def is_event_error(exc: BaseException) -> bool:
+    """True when the error is about the data written, not the store's health."""
+    if isinstance(exc, psycopg.errors.DataError | psycopg.errors.IntegrityError):
+        return True
+    if isinstance(exc, EmbeddingError):
+        return not exc.retryable
+    return isinstance(exc, redis.exceptions.DataError | redis.exceptions.ResponseError) and (
+        "script" not in str(exc).lower()
+    )
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(
+        exc,
+        psycopg.OperationalError
+        | psycopg.InterfaceError
+        | psycopg_pool.PoolTimeout
+        | redis.exceptions.ConnectionError
+        | redis.exceptions.TimeoutError
+        | redis.exceptions.BusyLoadingError
+        | EmbeddingError
+        | KafkaError
+        | OSError
+        | TimeoutError,
+    )
+
+
+@dataclass(frozen=True)
+class Backoff:
+    initial_s: float = 0.2
+    max_s: float = 10.0
+    factor: float = 2.0
+
+    def delays(self) -> Iterator[float]:
+        delay = self.initial_s
+        while True:
+            yield delay * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto
+            delay = min(delay * self.factor, self.max_s)
+
+
+async def retry_until_done(
+    op: Callable[[], Awaitable[T]],
+    *,
+    what: str,
+    backoff: Backoff,
+    where: str = "",
+    fatal: tuple[type[BaseException], ...] = (),
+) -> T:
+    """Run ``op`` until it succeeds. Event errors raise EventRejectedError at once, errors
+    of the ``fatal`` types propagate; every other error is logged and retried after a
+    growing delay."""
+    attempt = 0
+    for delay in backoff.delays():
+        attempt += 1
+        try:
+            return await op()
+        except asyncio.CancelledError:
+            raise
+        except fatal:
+            raise
+        except Exception as exc:
+            if is_event_error(exc):
+                raise EventRejectedError(f"{what}: {type(exc).__name__}: {exc}") from exc
+            level = logging.WARNING if is_transient(exc) else logging.ERROR
+            log.log(
+                level,
+                "%s failed (attempt %d, %s): %s: %s; retrying in %.1f s",
+                what, attempt, where or "-", type(exc).__name__, exc, delay,
+                exc_info=level >= logging.ERROR,
+            )
+            await asyncio.sleep(delay)
+    raise AssertionError("unreachable: backoff delays never end")  # pragma: no cover

@@ -1,0 +1,67 @@
+"""Topic names (dotted, versioned constants) and their declaration on an app."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import faust
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+
+log = logging.getLogger(__name__)
+
+TURNS = "memstream.turns.v1"
+DLQ = "memstream.dlq.v1"
+
+#: DLQ record headers (bytes values).
+DLQ_REASON = "memstream.dlq.reason"
+DLQ_ERROR = "memstream.dlq.error"
+DLQ_SOURCE_TOPIC = "memstream.dlq.source.topic"
+DLQ_SOURCE_PARTITION = "memstream.dlq.source.partition"
+DLQ_SOURCE_OFFSET = "memstream.dlq.source.offset"
+DLQ_STAGE = "memstream.dlq.stage"
+DLQ_FAILED_AT = "memstream.dlq.failed_at"
+
+
+@dataclass(frozen=True)
+class Topics:
+    turns: faust.TopicT
+    dlq: faust.TopicT
+
+
+def declare_topics(app: faust.App, *, partitions: int) -> Topics:
+    """Raw bytes on both: the worker decodes turns itself so a bad record reaches the DLQ
+    with its original bytes and the reason, instead of crashing the stream."""
+    return Topics(
+        turns=app.topic(TURNS, key_type=bytes, value_type=bytes, key_serializer="raw",
+                        value_serializer="raw", partitions=partitions),
+        dlq=app.topic(DLQ, key_type=bytes, value_type=bytes, key_serializer="raw",
+                      value_serializer="raw", partitions=1),
+    )
+
+
+async def ensure_topics(
+    bootstrap_servers: str, *, partitions: int, replication_factor: int = 1
+) -> None:
+    """Create our topics if missing (brokers that auto-create would pick their own counts)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [
+            NewTopic(name=TURNS, num_partitions=partitions, replication_factor=replication_factor),
+            NewTopic(name=DLQ, num_partitions=1, replication_factor=replication_factor),
+        ]
+        missing = [t for t in wanted if t.name not in existing]
+        if missing:
+            try:
+                await admin.create_topics(missing)
+                log.info("created topics %s", ", ".join(t.name for t in missing))
+            except TopicAlreadyExistsError:
+                pass
+    except KafkaError:
+        log.exception("could not create topics on %s", bootstrap_servers)
+        raise
+    finally:
+        await admin.close()
