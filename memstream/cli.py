@@ -17,6 +17,8 @@ def _logging(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for chatty in ("httpx", "httpcore", "aiokafka"):
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def _up(args: argparse.Namespace, settings: Settings) -> int:

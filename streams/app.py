@@ -16,7 +16,8 @@ from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
 from streams.deadletter import DeadLetters
 from streams.resources import PipelineResources
-from streams.stage import SinkStage, StageContext, run_stage
+from streams.agents.ingest import register_ingest
+from streams.stage import SinkStage, StageContext
 from streams.topics import Topics, declare_topics
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ def build_app(settings: Settings) -> Pipeline:
     resources = PipelineResources(settings)
     ctx = StageContext(
         codec=turn_event_codec(),
+        tokens=resources.tokens,
         dead_letters=DeadLetters(topics.dlq),
         backoff=resources.backoff,
         max_events=settings.batch_max_events,
@@ -67,8 +69,7 @@ def build_app(settings: Settings) -> Pipeline:
         EpisodesStage(resources),
         BufferStage(resources),
     )
-    for stage in stages:
-        _register(app, topics, stage, ctx)
+    register_ingest(app, topics.turns, stages, ctx)
 
     member = heartbeat.worker_id()
 
@@ -80,11 +81,3 @@ def build_app(settings: Settings) -> Pipeline:
             )
 
     return Pipeline(app=app, topics=topics, resources=resources, stages=stages)
-
-
-def _register(app: faust.App, topics: Topics, stage: SinkStage, ctx: StageContext) -> None:
-    async def process(stream: faust.StreamT[bytes]) -> None:
-        await run_stage(stream, stage, ctx)
-
-    process.__name__ = process.__qualname__ = f"memstream_{stage.name.replace('-', '_')}"
-    app.agent(topics.turns, name=f"{app.conf.id}.{stage.name}")(process)

@@ -14,8 +14,11 @@ from schemas.turns import Turn, problems
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
+    """An accepted turn, the event it came in (for acks and dead letters), its token count."""
+
     turn: Turn
     event: faust.EventT
+    tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,11 +74,13 @@ class CachedEmbedder(Embedder):
                 out[i] = cached
                 self.hits += 1
                 continue
-            if key not in missing:
+            if key in missing:
+                self.hits += 1  # a repeat within the batch: embedded once
+            else:
                 missing[key] = []
                 missing_texts.append(text)
+                self.misses += 1
             missing[key].append(i)
-            self.misses += 1
         if missing_texts:
             vectors = await self.inner.embed(missing_texts)
             for (key, positions), vector in zip(missing.items(), vectors, strict=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import aiohttp
 import httpx
 from google import genai
 from google.genai import errors as genai_errors
@@ -59,8 +60,9 @@ class GeminiEmbedder(Embedder):
                     f"Gemini embedding failed with {exc.code}: {exc.message}",
                     retryable=exc.code in _RETRYABLE_STATUS,
                 ) from exc
-            except httpx.TransportError as exc:
-                raise EmbeddingError(f"Gemini unreachable: {exc!r}", retryable=True) from exc
+            except (httpx.TransportError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+                # google-genai speaks through aiohttp when it is installed, else httpx.
+                raise EmbeddingError(f"Gemini unreachable or too slow: {exc!r}", retryable=True) from exc
             embeddings = response.embeddings or []
             if len(embeddings) != len(chunk):
                 raise EmbeddingError(

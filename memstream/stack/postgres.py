@@ -29,7 +29,7 @@ import psycopg
 from psycopg import sql
 
 from memstream.errors import StackError
-from memstream.stack.process import ManagedProcess, port_open
+from memstream.stack.process import ManagedProcess, as_user, port_open
 
 log = logging.getLogger(__name__)
 
@@ -184,8 +184,8 @@ class EmbeddedPostgres:
                     f"--pwfile={pwfile}",
                 ],
                 capture_output=True,
-                user=self._user,
                 check=False,
+                **as_user(self._user),
             )
         finally:
             pwfile.unlink(missing_ok=True)

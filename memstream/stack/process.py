@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from memstream.errors import StackError
 
@@ -32,6 +33,17 @@ def port_open(host: str, port: int, *, timeout_s: float = 0.2) -> bool:
             return True
     except OSError:
         return False
+
+
+def as_user(user: str | None) -> dict[str, Any]:
+    """Popen arguments that run a child as ``user`` with that user's group only.
+
+    Setting only the uid would leave the child in root's group, and a folder whose
+    group is root (mode 0701, say) would then deny it even traversal."""
+    if user is None:
+        return {}
+    entry = pwd.getpwnam(user)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
 def wait_for(
@@ -69,6 +81,7 @@ class ManagedProcess:
         if self.env:
             env.update(self.env)
         stdout: IO[bytes] | None = None
+        self._close_log()
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_file = self.log_path.open("ab")
@@ -81,7 +94,7 @@ class ManagedProcess:
                 cwd=self.cwd,
                 stdout=stdout,
                 stderr=subprocess.STDOUT if stdout is not None else None,
-                user=self.user,
+                **as_user(self.user),
                 # Its own process group: Ctrl-C reaches the supervisor, which stops
                 # children in order instead of every process dying at once.
                 start_new_session=True,
@@ -124,6 +137,12 @@ class ManagedProcess:
         if self._proc is not None and self.running:
             self._proc.kill()
             self._proc.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
 
     def stop(self) -> None:
         proc = self._proc
@@ -136,6 +155,4 @@ class ManagedProcess:
                 log.warning("%s did not stop within %.0f s; killing it", self.name, self.stop_timeout_s)
                 proc.kill()
                 proc.wait()
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+        self._close_log()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import SecretStr
 
 from memstream.settings import Settings
 
@@ -14,21 +15,17 @@ STATE_FILE = "stack.json"
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
-    """The environment that hands these settings' service addresses to a child process."""
-    env = {
-        "MEMSTREAM_DATA_DIR": str(settings.data_dir),
-        "MEMSTREAM_EMBEDDED_BROKER": "true" if settings.embedded_broker else "false",
-        "MEMSTREAM_GATEWAY_HOST": settings.gateway_host,
-        "MEMSTREAM_GATEWAY_PORT": str(settings.gateway_port),
-    }
-    if settings.kafka_bootstrap_servers:
-        env["MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS"] = settings.kafka_bootstrap_servers
-    if settings.database_url:
-        env["MEMSTREAM_DATABASE_URL"] = settings.database_url.get_secret_value()
-    if settings.database_owner_url:
-        env["MEMSTREAM_DATABASE_OWNER_URL"] = settings.database_owner_url.get_secret_value()
-    if settings.redis_url:
-        env["MEMSTREAM_REDIS_URL"] = settings.redis_url.get_secret_value()
+    """Every setting as a ``MEMSTREAM_*`` variable, to hand them to a child process."""
+    env: dict[str, str] = {}
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        elif isinstance(value, bool):
+            value = "true" if value else "false"
+        env[f"MEMSTREAM_{name.upper()}"] = str(value)
     return env
 
 

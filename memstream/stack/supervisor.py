@@ -79,15 +79,18 @@ class EmbeddedStack:
         return resolved
 
     # -- worker and gateway -------------------------------------------------------------
-    def start_apps(self, resolved: Settings, *, worker: bool = True, gateway: bool = True) -> None:
+    def start_apps(
+        self, resolved: Settings, *, worker: bool = True, gateway: bool = True, workers: int = 1
+    ) -> None:
         env = settings_env(resolved)
-        wanted = [("worker", worker), ("gateway", gateway)]
-        for name, enabled in wanted:
-            if not enabled:
-                continue
+        names = [f"worker-{i}" if i > 1 else "worker" for i in range(1, workers + 1)] if worker else []
+        if gateway:
+            names.append("gateway")
+        for name in names:
+            command = "gateway" if name == "gateway" else "worker"
             process = ManagedProcess(
                 name=name,
-                argv=[sys.executable, "-m", "memstream", name],
+                argv=[sys.executable, "-m", "memstream", command],
                 env=env,
                 stop_timeout_s=20.0,
             )

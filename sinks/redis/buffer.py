@@ -29,6 +29,10 @@ def buffer_key(tenant_id: str, session_id: str) -> str:
     return f"ms:buf:{session_tag(tenant_id, session_id)}"
 
 
+def trim_mark_key(tenant_id: str, session_id: str) -> str:
+    return f"ms:bufmark:{session_tag(tenant_id, session_id)}"
+
+
 def event_time_micros(when: datetime) -> int:
     delta = when - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
@@ -64,7 +68,8 @@ def to_entry(turn: Turn, tokens: int) -> BufferEntry:
 
 
 def window(entries: Iterable[BufferEntry], *, max_turns: int, max_tokens: int) -> list[BufferEntry]:
-    """The reference semantics of the Lua script, oldest first.
+    """The reference semantics of the Lua script, oldest first, over every turn ever
+    appended to a session (in any order, with repeats).
 
     Distinct members ordered by (score, member); keep the newest ``max_turns``; then,
     walking back from the newest, keep turns while the token total stays within
@@ -106,7 +111,8 @@ class SessionBuffers:
                 args: list[Any] = [self.max_turns, self.max_tokens, self.ttl_s]
                 for entry in batch[(tenant_id, session_id)]:
                     args.extend((entry.score, entry.member))
-                await self._append(keys=[buffer_key(tenant_id, session_id)], args=args, client=pipe)
+                keys = [buffer_key(tenant_id, session_id), trim_mark_key(tenant_id, session_id)]
+                await self._append(keys=keys, args=args, client=pipe)
             sizes = await pipe.execute()
         return {s: int(n) for s, n in zip(sessions, sizes, strict=True)}
 

@@ -18,8 +18,7 @@ class BufferStage(SinkStage):
         self.resources = resources
 
     async def write(self, batch: Sequence[Decoded]) -> None:
-        tokens = self.resources.tokens.count_many([d.turn.content for d in batch])
         by_session: dict[tuple[str, str], list[BufferEntry]] = defaultdict(list)
-        for item, count in zip(batch, tokens, strict=True):
-            by_session[item.turn.session_key].append(to_entry(item.turn, count))
+        for item in batch:
+            by_session[item.turn.session_key].append(to_entry(item.turn, item.tokens))
         await self.resources.buffers.append(by_session)

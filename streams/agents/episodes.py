@@ -20,10 +20,9 @@ class EpisodesStage(SinkStage):
         embedder = self.resources.embedder
         texts = [d.turn.content for d in batch]
         vectors = await embedder.embed(texts)
-        tokens = self.resources.tokens.count_many(texts)
         episodes = [
-            Episode(turn=d.turn, embedding=v, token_count=n)
-            for d, v, n in zip(batch, vectors, tokens, strict=True)
+            Episode(turn=d.turn, embedding=v, token_count=d.tokens)
+            for d, v in zip(batch, vectors, strict=True)
         ]
         async with self.resources.pool.connection() as conn:
             await upsert_episodes(conn, episodes, model=embedder.model_name)

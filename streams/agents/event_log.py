@@ -12,7 +12,6 @@ from streams.stage import SinkStage
 
 class EventLogStage(SinkStage):
     name = "event-log"
-    owns_rejects = True
 
     def __init__(self, resources: PipelineResources) -> None:
         self.resources = resources

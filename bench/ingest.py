@@ -1,0 +1,164 @@
+"""Ingest throughput and latency: ``python -m bench.ingest [--turns N]``.
+
+Posts N turns across S sessions through the gateway (batches, concurrent clients)
+and measures, from Postgres itself:
+
+- ``turns_per_s``: N / (last episode row committed - first POST sent): the rate at
+  which turns become durable and searchable;
+- ``latency_ms``: p50/p99 of (row committed - event time stamped by the gateway);
+- ``accept_turns_per_s``: how fast the gateway acknowledged (broker acks) the posts.
+
+Uses the running ``memstream up`` (same data dir) or starts a private embedded stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import random
+import sys
+import time
+import uuid
+from typing import Any
+
+import httpx
+import orjson
+import psycopg
+
+from bench.corpus import conversation_roles, turn_text
+from memstream.settings import Settings
+from memstream.stack.session import stack_session
+
+
+def make_batches(tenant: str, *, turns: int, sessions: int, batch: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    items = []
+    for i in range(turns):
+        session = i % sessions
+        role = conversation_roles(i // sessions)
+        items.append(
+            {
+                "tenant_id": tenant,
+                "agent_id": "bench-agent",
+                "user_id": f"user-{session % 10}",
+                "project_id": "CloudRetail" if session % 2 else None,
+                "session_id": f"session-{session}",
+                "role": role,
+                "content": turn_text(rng, role),
+            }
+        )
+    return [{"turns": items[i : i + batch]} for i in range(0, len(items), batch)]
+
+
+async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int) -> float:
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+
+    async def client_task(client: httpx.AsyncClient) -> None:
+        while not queue.empty():
+            body = queue.get_nowait()
+            for attempt in range(20):
+                response = await client.post(
+                    f"{url}/v1/turns", content=orjson.dumps(body), headers={"content-type": "application/json"}
+                )
+                if response.status_code == 202:
+                    break
+                if response.status_code != 503:
+                    raise RuntimeError(f"POST /v1/turns -> {response.status_code}: {response.text}")
+                await asyncio.sleep(0.1 * (attempt + 1))
+
+    started = time.time()
+    async with httpx.AsyncClient(timeout=60) as client:
+        await asyncio.gather(*(client_task(client) for _ in range(concurrency)))
+    return started
+
+
+def wait_durable(database_url: str, tenant: str, turns: int, *, timeout_s: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = %(t)s),"
+                " (SELECT count(*) FROM event_log WHERE tenant_id = %(t)s)",
+                {"t": tenant},
+            ).fetchone()
+            assert row is not None
+            episodes, events = int(row[0]), int(row[1])
+            if episodes >= turns and events >= turns:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {episodes} episodes / {events} events of {turns} after {timeout_s} s")
+            time.sleep(0.2)
+        stats = conn.execute(
+            "SELECT extract(epoch FROM max(ingested_at)),"
+            " percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ingested_at - created_at)),"
+            " percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM ingested_at - created_at)),"
+            " max(extract(epoch FROM ingested_at - created_at))"
+            " FROM episodes WHERE tenant_id = %s",
+            (tenant,),
+        ).fetchone()
+        log_last = conn.execute(
+            "SELECT extract(epoch FROM max(recorded_at)) FROM event_log WHERE tenant_id = %s", (tenant,)
+        ).fetchone()
+    assert stats is not None and log_last is not None
+    return {
+        "episodes": episodes,
+        "events": events,
+        "last_episode_at": float(stats[0]),
+        "last_event_at": float(log_last[0]),
+        "p50_s": float(stats[1]),
+        "p99_s": float(stats[2]),
+        "max_s": float(stats[3]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20_000)
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=100, help="turns per POST")
+    parser.add_argument("--concurrency", type=int, default=8, help="concurrent HTTP clients")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (private stack only)")
+    parser.add_argument("--vector-index", choices=["exact", "hnsw"], default=None)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    settings = Settings()
+    if args.vector_index:
+        settings = Settings(**{**settings.model_dump(), "vector_index": args.vector_index})
+    tenant = f"bench-{uuid.uuid4().hex[:8]}"
+    bodies = make_batches(tenant, turns=args.turns, sessions=args.sessions, batch=args.batch, seed=args.seed)
+    with stack_session(settings, workers=args.workers) as stack:
+        started = asyncio.run(post_all(stack.gateway_url, bodies, concurrency=args.concurrency))
+        accepted_at = time.time()
+        durable = wait_durable(stack.settings.require_database_url(), tenant, args.turns, timeout_s=600)
+    elapsed = durable["last_episode_at"] - started
+    result = {
+        "benchmark": "ingest",
+        "turns": args.turns,
+        "sessions": args.sessions,
+        "batch": args.batch,
+        "concurrency": args.concurrency,
+        "workers": stack.workers,
+        "partitions": stack.settings.topic_partitions,
+        "private_stack": stack.private,
+        "vector_index": stack.settings.vector_index,
+        "accept_turns_per_s": round(args.turns / (accepted_at - started), 1),
+        "turns_per_s": round(args.turns / elapsed, 1),
+        "event_log_turns_per_s": round(args.turns / (durable["last_event_at"] - started), 1),
+        "latency_ms": {
+            "p50": round(durable["p50_s"] * 1000, 1),
+            "p99": round(durable["p99_s"] * 1000, 1),
+            "max": round(durable["max_s"] * 1000, 1),
+        },
+        "rows": {"episodes": durable["episodes"], "event_log": durable["events"]},
+    }
+    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Attach to a running ``memstream up``, or start a private embedded stack for one run
+(``memstream demo`` and the benchmarks use this)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from memstream.errors import StackError
+from memstream.settings import Settings
+from memstream.stack.process import free_port
+from memstream.stack.state import gateway_url, read_state, with_running_stack
+from memstream.stack.supervisor import EmbeddedStack
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StackSession:
+    settings: Settings
+    gateway_url: str
+    private: bool
+    workers: int
+
+
+def wait_ready(url: str, *, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.get(f"{url}/readyz", timeout=3)
+            if response.status_code == 200:
+                return
+            last = response.text
+        except httpx.HTTPError as exc:
+            last = repr(exc)
+        time.sleep(0.25)
+    raise StackError(f"{url} not ready after {timeout_s:.0f} s: {last}")
+
+
+@contextlib.contextmanager
+def stack_session(settings: Settings, *, workers: int = 1) -> Iterator[StackSession]:
+    """The running stack in ``settings.data_dir`` if there is one, else a private one."""
+    if read_state(settings.data_dir) is not None and workers == 1:
+        resolved = with_running_stack(settings)
+        url = gateway_url(resolved)
+        wait_ready(url)
+        yield StackSession(resolved, url, private=False, workers=1)
+        return
+    with tempfile.TemporaryDirectory(prefix="memstream-run-") as tmp:
+        private = Settings(
+            **{
+                **settings.model_dump(),
+                "data_dir": Path(tmp),
+                "embedded_broker_port": 0,
+                "embedded_postgres_port": 0,
+                "embedded_redis_port": 0,
+                "gateway_port": free_port(),
+                "log_level": "WARNING",
+            }
+        )
+        stack = EmbeddedStack(private)
+        try:
+            resolved = stack.start_services()
+            stack.start_apps(resolved, worker=True, gateway=True, workers=workers)
+            url = gateway_url(resolved)
+            wait_ready(url)
+            yield StackSession(resolved, url, private=True, workers=workers)
+        finally:
+            stack.stop()
+
+

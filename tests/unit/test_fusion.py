@@ -1,0 +1,43 @@
+import pytest
+
+from agents_gateway.retrieval.fusion import fuse_rrf
+
+
+def test_rrf_scores_are_weighted_reciprocal_ranks() -> None:
+    fused = fuse_rrf([("vector", 1.0, ["a", "b"]), ("text", 1.0, ["b", "c"])], k=60)
+    scores = {f.key: f.score for f in fused}
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert scores["c"] == pytest.approx(1 / 62)
+    assert [f.key for f in fused] == ["b", "a", "c"]
+    assert fused[0].ranks == {"vector": 2, "text": 1}
+
+
+def test_weights_move_the_ranking() -> None:
+    lists = [("vector", 0.1, ["a", "b"]), ("text", 0.9, ["b", "a"])]
+    assert [f.key for f in fuse_rrf(lists)] == ["b", "a"]
+    lists = [("vector", 0.9, ["a", "b"]), ("text", 0.1, ["b", "a"])]
+    assert [f.key for f in fuse_rrf(lists)] == ["a", "b"]
+
+
+def test_ties_break_by_best_rank_then_list_order() -> None:
+    fused = fuse_rrf([("vector", 1.0, ["a"]), ("text", 1.0, ["b"])])
+    assert fused[0].score == fused[1].score
+    assert [f.key for f in fused] == ["a", "b"]
+
+
+def test_a_key_repeated_within_one_list_counts_once() -> None:
+    fused = fuse_rrf([("vector", 1.0, ["a", "a", "b"])])
+    assert {f.key: f.ranks["vector"] for f in fused} == {"a": 1, "b": 3}
+    assert fused[0].score == pytest.approx(1 / 61)
+
+
+def test_empty_inputs_give_nothing() -> None:
+    assert fuse_rrf([]) == []
+    assert fuse_rrf([("vector", 1.0, []), ("text", 1.0, [])]) == []
+
+
+@pytest.mark.parametrize(("lists", "k"), [([("v", -1.0, ["a"])], 60), ([("v", 1.0, ["a"])], 0)])
+def test_rejects_nonsense_parameters(lists: list[tuple[str, float, list[str]]], k: int) -> None:
+    with pytest.raises(ValueError):
+        fuse_rrf(lists, k=k)

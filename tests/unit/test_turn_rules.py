@@ -1,0 +1,68 @@
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from schemas.turns import Turn, problems, turn_key
+
+
+def record(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "event_id": str(uuid.uuid4()),
+        "tenant_id": "acme",
+        "agent_id": "coder",
+        "user_id": "alice@example.com",
+        "project_id": "CloudRetail",
+        "session_id": "s-1",
+        "role": "user",
+        "content": "hello",
+        "event_time": datetime.now(UTC),
+        "tags": [],
+        "metadata": {},
+    }
+    base.update(overrides)
+    return base
+
+
+def test_a_good_record_has_no_problems() -> None:
+    assert problems(record(), max_content_chars=100) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fragment"),
+    [
+        ({"tenant_id": ""}, "tenant_id"),
+        ({"tenant_id": "a{b}"}, "tenant_id"),
+        ({"session_id": "has space"}, "session_id"),
+        ({"user_id": "x" * 129}, "user_id"),
+        ({"project_id": "bad project"}, "project_id"),
+        ({"content": "   "}, "non-empty"),
+        ({"content": "x" * 101}, "limit is 100"),
+        ({"content": "nul\x00byte"}, "NUL"),
+        ({"role": "robot"}, "role"),
+        ({"tags": ["x" * 65]}, "tags"),
+        ({"metadata": {"k": "v" * 5000}}, "metadata"),
+    ],
+)
+def test_each_rule_names_what_is_wrong(overrides: dict[str, Any], fragment: str) -> None:
+    found = problems(record(**overrides), max_content_chars=100)
+    assert len(found) == 1
+    assert fragment in found[0]
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    assert len(problems(record(tenant_id="", content="", role="x"), max_content_chars=10)) == 3
+
+
+def test_one_session_maps_to_one_key_and_sessions_do_not_collide() -> None:
+    assert turn_key("t", "s") == turn_key("t", "s")
+    assert turn_key("t", "s:1") != turn_key("t:s", "1")
+
+
+def test_turn_from_record_keeps_identity_and_position() -> None:
+    rec = record()
+    turn = Turn.from_record(rec, schema_id=1, topic="memstream.turns.v1", partition=2, offset=41)
+    assert turn.event_id == uuid.UUID(rec["event_id"])
+    assert (turn.tenant_id, turn.session_id) == turn.session_key == ("acme", "s-1")
+    assert (turn.topic, turn.partition, turn.offset, turn.schema_id) == ("memstream.turns.v1", 2, 41, 1)
