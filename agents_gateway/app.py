@@ -29,9 +29,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool = create_pool(settings.require_database_url(), name="gateway", min_size=1, max_size=16)
-        client = aioredis.from_url(
-            settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=2
-        )
+        client = aioredis.from_url(settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=2)
         producer = TurnProducer(
             settings.require_kafka(),
             codec=turn_event_codec(),

@@ -10,8 +10,8 @@ import psycopg_pool
 import redis.exceptions
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from starlette.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse
 
 from agents_gateway.producer import BrokerUnavailableError
 from memstream.embedder import EmbeddingError
@@ -42,7 +42,10 @@ class ApiError(Exception):
 
 
 def error_response(
-    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None,
+    status: int,
+    code: str,
+    message: str,
+    details: list[dict[str, Any]] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
     return JSONResponse(
@@ -55,7 +58,11 @@ def error_response(
 def validation_details(errors: Any) -> list[dict[str, Any]]:
     """Pydantic errors without the echoed input (it may be huge or secret)."""
     return [
-        {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")}
+        {
+            "loc": [str(p) for p in e.get("loc", ())],
+            "msg": e.get("msg", ""),
+            "type": e.get("type", ""),
+        }
         for e in errors
     ]
 
@@ -73,7 +80,7 @@ def unavailable(what: str, exc: BaseException) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers)
+        return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers or None)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -83,7 +90,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, "http_error", str(exc.detail), headers=exc.headers)
+        headers = dict(exc.headers) if exc.headers else None
+        return error_response(exc.status_code, "http_error", str(exc.detail), headers=headers)
 
     @app.exception_handler(BrokerUnavailableError)
     async def _broker(_: Request, exc: BrokerUnavailableError) -> JSONResponse:

@@ -5,9 +5,18 @@ from __future__ import annotations
 import random
 
 _SUBJECTS = [
-    "the checkout service", "the payments API", "our FastAPI backend", "the Valkey cache",
-    "the AlloyDB cluster", "the nightly ETL job", "the React dashboard", "the auth middleware",
-    "the Kafka consumer", "the deploy pipeline", "the search index", "the billing worker",
+    "the checkout service",
+    "the payments API",
+    "our FastAPI backend",
+    "the Valkey cache",
+    "the AlloyDB cluster",
+    "the nightly ETL job",
+    "the React dashboard",
+    "the auth middleware",
+    "the Kafka consumer",
+    "the deploy pipeline",
+    "the search index",
+    "the billing worker",
 ]
 _USER = [
     "Can you check why {s} is slow since yesterday's release?",

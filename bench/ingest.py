@@ -61,7 +61,9 @@ async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int) 
             body = queue.get_nowait()
             for attempt in range(20):
                 response = await client.post(
-                    f"{url}/v1/turns", content=orjson.dumps(body), headers={"content-type": "application/json"}
+                    f"{url}/v1/turns",
+                    content=orjson.dumps(body),
+                    headers={"content-type": "application/json"},
                 )
                 if response.status_code == 202:
                     break
@@ -89,7 +91,9 @@ def wait_durable(database_url: str, tenant: str, turns: int, *, timeout_s: float
             if episodes >= turns and events >= turns:
                 break
             if time.monotonic() > deadline:
-                raise TimeoutError(f"only {episodes} episodes / {events} events of {turns} after {timeout_s} s")
+                raise TimeoutError(
+                    f"only {episodes} episodes / {events} events of {turns} after {timeout_s} s"
+                )
             time.sleep(0.2)
         stats = conn.execute(
             "SELECT extract(epoch FROM max(ingested_at)),"
@@ -100,7 +104,8 @@ def wait_durable(database_url: str, tenant: str, turns: int, *, timeout_s: float
             (tenant,),
         ).fetchone()
         log_last = conn.execute(
-            "SELECT extract(epoch FROM max(recorded_at)) FROM event_log WHERE tenant_id = %s", (tenant,)
+            "SELECT extract(epoch FROM max(recorded_at)) FROM event_log WHERE tenant_id = %s",
+            (tenant,),
         ).fetchone()
     assert stats is not None and log_last is not None
     return {

@@ -66,13 +66,20 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memstream", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="run the stack in the foreground (embedded services for what you did not configure)")
+    up = sub.add_parser(
+        "up",
+        help="run the stack in the foreground (embedded services for what you did not configure)",
+    )
     up.add_argument("--no-worker", action="store_true", help="do not start a worker")
     up.add_argument("--no-gateway", action="store_true", help="do not start the gateway")
     up.set_defaults(func=_up)
-    sub.add_parser("worker", help="run a Faust worker (needs Kafka, Postgres, Redis configured)").set_defaults(func=_worker)
+    sub.add_parser(
+        "worker", help="run a Faust worker (needs Kafka, Postgres, Redis configured)"
+    ).set_defaults(func=_worker)
     sub.add_parser("gateway", help="run the HTTP gateway").set_defaults(func=_gateway)
-    sub.add_parser("migrate", help="apply database migrations, the vector index and topics").set_defaults(func=_migrate)
+    sub.add_parser("migrate", help="apply database migrations, the vector index and topics").set_defaults(
+        func=_migrate
+    )
     demo = sub.add_parser("demo", help="play the seed scenario against a running stack (or one it starts)")
     demo.add_argument("--gateway", help="gateway URL (default: the running `memstream up`)")
     demo.set_defaults(func=_demo)

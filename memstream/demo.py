@@ -32,7 +32,11 @@ SESSION_1: list[tuple[str, str, str | None]] = [
     ("user", "Project rule for CloudRetail: the backend is FastAPI running on AlloyDB.", PROJECT),
     ("assistant", "Understood: CloudRetail's backend is FastAPI on AlloyDB.", PROJECT),
     ("user", "CloudRetail caches everything in Valkey; do not introduce another cache.", PROJECT),
-    ("tool", "$ kubectl get pods -n cloudretail\napi-7d9f 1/1 Running\nworker-55c 1/1 Running", PROJECT),
+    (
+        "tool",
+        "$ kubectl get pods -n cloudretail\napi-7d9f 1/1 Running\nworker-55c 1/1 Running",
+        PROJECT,
+    ),
     ("user", "In CloudRetail every tool call gets a 30 second timeout.", PROJECT),
     ("user", "CloudRetail is deployed only to the asia-southeast1 region.", PROJECT),
     ("assistant", "I'll keep 30 s tool timeouts and deploy to asia-southeast1 only.", PROJECT),
@@ -69,7 +73,13 @@ def _say(text: str = "") -> None:
 def _search(client: httpx.Client, user: str, check: Check, k: int) -> list[dict[str, Any]]:
     response = client.get(
         "/v1/search",
-        params={"tenant_id": TENANT, "user_id": user, "project_id": PROJECT, "q": check.query, "k": k},
+        params={
+            "tenant_id": TENANT,
+            "user_id": user,
+            "project_id": PROJECT,
+            "q": check.query,
+            "k": k,
+        },
     )
     response.raise_for_status()
     hits: list[dict[str, Any]] = response.json()["hits"]
@@ -86,15 +96,20 @@ def play(client: httpx.Client, *, k: int = 5, timeout_s: float = 60.0) -> int:
     session_1, session_2 = f"s1-{uuid.uuid4().hex[:6]}", f"s2-{uuid.uuid4().hex[:6]}"
     turns = [
         {
-            "tenant_id": TENANT, "agent_id": "demo-agent", "user_id": user, "session_id": session_1,
-            "project_id": project, "role": role, "content": content,
+            "tenant_id": TENANT,
+            "agent_id": "demo-agent",
+            "user_id": user,
+            "session_id": session_1,
+            "project_id": project,
+            "role": role,
+            "content": content,
             **({"tool_name": "kubectl", "tool_status": "success"} if role == "tool" else {}),
         }
         for role, content, project in SESSION_1
     ]
     _say(f"== session 1 ({session_1}) of {user}: {len(turns)} turns in ==")
-    for t in turns:
-        _say(f"  [{t['role']:<9}] {t['content'].splitlines()[0]}")
+    for role, content, _ in SESSION_1:
+        _say(f"  [{role:<9}] {content.splitlines()[0]}")
     response = client.post("/v1/turns", json={"turns": turns})
     if response.status_code != 202:
         _say(f"POST /v1/turns failed: {response.status_code} {response.text}")

@@ -69,7 +69,14 @@ class AvroCodec:
             raise DecodeError(
                 f"{self.name} v{writer.version} cannot be read as v{reader.version}: {exc}"
             ) from exc
-        except (EOFError, ValueError, TypeError, IndexError, UnicodeDecodeError, OverflowError) as exc:
+        except (
+            EOFError,
+            ValueError,
+            TypeError,
+            IndexError,
+            UnicodeDecodeError,
+            OverflowError,
+        ) as exc:
             raise DecodeError(f"corrupt Avro body for {self.name} v{writer.version}: {exc!r}") from exc
         if body.tell() != len(data):
             raise DecodeError(

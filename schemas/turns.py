@@ -112,7 +112,6 @@ def problems(record: Mapping[str, Any], *, max_content_chars: int) -> list[str]:
         len(v) > MAX_METADATA_VALUE_CHARS for v in metadata.values()
     ):
         found.append(
-            f"at most {MAX_METADATA_ENTRIES} metadata entries of up to "
-            f"{MAX_METADATA_VALUE_CHARS} characters"
+            f"at most {MAX_METADATA_ENTRIES} metadata entries of up to {MAX_METADATA_VALUE_CHARS} characters"
         )
     return found

@@ -14,9 +14,9 @@ from streams import heartbeat
 from streams.agents.buffer import BufferStage
 from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
+from streams.agents.ingest import register_ingest
 from streams.deadletter import DeadLetters
 from streams.resources import PipelineResources
-from streams.agents.ingest import register_ingest
 from streams.stage import SinkStage, StageContext
 from streams.topics import Topics, declare_topics
 
@@ -73,11 +73,14 @@ def build_app(settings: Settings) -> Pipeline:
 
     member = heartbeat.worker_id()
 
-    @app.timer(interval=settings.worker_heartbeat_ttl_s / 3)
     async def announce() -> None:
         if app.consumer.assignment():
             await heartbeat.beat(
-                resources.redis, app_id=settings.app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s
+                resources.redis,
+                app_id=settings.app_id,
+                member=member,
+                ttl_s=settings.worker_heartbeat_ttl_s,
             )
 
+    app.timer(interval=settings.worker_heartbeat_ttl_s / 3)(announce)
     return Pipeline(app=app, topics=topics, resources=resources, stages=stages)

@@ -19,7 +19,7 @@ class DeadLetters:
         self.topic = topic
         self.sent = 0
 
-    async def send(self, event: faust.EventT, *, reason: str, error: str, stage: str) -> None:
+    async def send(self, event: faust.EventT[bytes], *, reason: str, error: str, stage: str) -> None:
         message = event.message
         headers = {
             topics.DLQ_REASON: reason.encode("utf-8", "replace")[:4000],
@@ -34,7 +34,11 @@ class DeadLetters:
         key = message.key if isinstance(message.key, bytes) else None
         log.warning(
             "dead-lettering %s[%d]@%d at %s: %s",
-            message.topic, message.partition, message.offset, stage, reason,
+            message.topic,
+            message.partition,
+            message.offset,
+            stage,
+            reason,
         )
         pending = await self.topic.send(key=key, value=value, headers=headers)
         await pending

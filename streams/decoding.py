@@ -17,19 +17,19 @@ class Decoded:
     """An accepted turn, the event it came in (for acks and dead letters), its token count."""
 
     turn: Turn
-    event: faust.EventT
+    event: faust.EventT[bytes]
     tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
-    event: faust.EventT
+    event: faust.EventT[bytes]
     reason: str
     error: str
 
 
 def decode_events(
-    events: Sequence[faust.EventT], *, codec: AvroCodec, max_content_chars: int
+    events: Sequence[faust.EventT[bytes]], *, codec: AvroCodec, max_content_chars: int
 ) -> tuple[list[Decoded], list[Rejected]]:
     """Split a batch into acceptable turns and rejects with their reasons."""
     good: list[Decoded] = []

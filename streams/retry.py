@@ -67,7 +67,7 @@ class Backoff:
     def delays(self) -> Iterator[float]:
         delay = self.initial_s
         while True:
-            yield delay * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not crypto
+            yield delay * random.uniform(0.5, 1.0)
             delay = min(delay * self.factor, self.max_s)
 
 
@@ -98,7 +98,12 @@ async def retry_until_done(
             log.log(
                 level,
                 "%s failed (attempt %d, %s): %s: %s; retrying in %.1f s",
-                what, attempt, where or "-", type(exc).__name__, exc, delay,
+                what,
+                attempt,
+                where or "-",
+                type(exc).__name__,
+                exc,
+                delay,
                 exc_info=level >= logging.ERROR,
             )
             await asyncio.sleep(delay)

@@ -61,23 +61,32 @@ async def write_isolating(stage: SinkStage, batch: Sequence[Decoded], ctx: Stage
     """Write the batch; if a store rejects an event's data, find it and dead-letter it alone."""
     try:
         await retry_until_done(
-            lambda: stage.write(batch), what=f"{stage.name} sink", backoff=ctx.backoff, where=_where(batch)
+            lambda: stage.write(batch),
+            what=f"{stage.name} sink",
+            backoff=ctx.backoff,
+            where=_where(batch),
         )
         return
     except EventRejectedError as exc:
         if len(batch) == 1:
-            await ctx.dead_letters.send(batch[0].event, reason=str(exc), error="EventRejected", stage=stage.name)
+            await ctx.dead_letters.send(
+                batch[0].event, reason=str(exc), error="EventRejected", stage=stage.name
+            )
             return
         log.warning("%s sink rejected a batch of %d (%s); writing one by one", stage.name, len(batch), exc)
     for item in batch:
         await write_isolating(stage, [item], ctx)
 
 
-async def process_batch(events: Sequence[faust.EventT], stages: Sequence[SinkStage], ctx: StageContext) -> None:
+async def process_batch(
+    events: Sequence[faust.EventT[bytes]], stages: Sequence[SinkStage], ctx: StageContext
+) -> None:
     """Decode once, dead-letter rejects, then write to every stage concurrently."""
     good, bad = decode_events(events, codec=ctx.codec, max_content_chars=ctx.max_content_chars)
     for rejected in bad:
-        await ctx.dead_letters.send(rejected.event, reason=rejected.reason, error=rejected.error, stage="decode")
+        await ctx.dead_letters.send(
+            rejected.event, reason=rejected.reason, error=rejected.error, stage="decode"
+        )
     if not good:
         return
     counts = ctx.tokens.count_many([d.turn.content for d in good])
@@ -87,7 +96,7 @@ async def process_batch(events: Sequence[faust.EventT], stages: Sequence[SinkSta
             group.create_task(write_isolating(stage, batch, ctx))
 
 
-async def run_ingest(stream: faust.StreamT[bytes], stages: Sequence[SinkStage], ctx: StageContext) -> None:
+async def run_ingest(stream: faust.Stream[bytes], stages: Sequence[SinkStage], ctx: StageContext) -> None:
     async for events in stream.take_events(ctx.max_events, ctx.within_s):
         await process_batch(events, stages, ctx)
         for event in events:

@@ -34,16 +34,26 @@ def declare_topics(app: faust.App, *, partitions: int) -> Topics:
     """Raw bytes on both: the worker decodes turns itself so a bad record reaches the DLQ
     with its original bytes and the reason, instead of crashing the stream."""
     return Topics(
-        turns=app.topic(TURNS, key_type=bytes, value_type=bytes, key_serializer="raw",
-                        value_serializer="raw", partitions=partitions),
-        dlq=app.topic(DLQ, key_type=bytes, value_type=bytes, key_serializer="raw",
-                      value_serializer="raw", partitions=1),
+        turns=app.topic(
+            TURNS,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=partitions,
+        ),
+        dlq=app.topic(
+            DLQ,
+            key_type=bytes,
+            value_type=bytes,
+            key_serializer="raw",
+            value_serializer="raw",
+            partitions=1,
+        ),
     )
 
 
-async def ensure_topics(
-    bootstrap_servers: str, *, partitions: int, replication_factor: int = 1
-) -> None:
+async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_factor: int = 1) -> None:
     """Create our topics if missing (brokers that auto-create would pick their own counts)."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000)
     await admin.start()

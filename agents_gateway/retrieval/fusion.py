@@ -17,9 +17,7 @@ class Fused(Generic[K]):
     ranks: dict[str, int] = field(default_factory=dict)
 
 
-def fuse_rrf(
-    ranked: Sequence[tuple[str, float, Sequence[K]]], *, k: int = 60
-) -> list[Fused[K]]:
+def fuse_rrf(ranked: Sequence[tuple[str, float, Sequence[K]]], *, k: int = 60) -> list[Fused[K]]:
     """Fuse ``(name, weight, keys best-first)`` lists: score = sum of weight / (k + rank).
 
     A key missing from a list contributes nothing for it. Ties break by the best rank

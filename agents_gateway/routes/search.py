@@ -39,7 +39,11 @@ async def search(
     candidates = max(settings.search_candidates, k)
     async with state.pool.connection() as conn:
         by_vector = await vector_candidates(
-            conn, scope, embedding, model=state.embedder.model_name, limit=candidates,
+            conn,
+            scope,
+            embedding,
+            model=state.embedder.model_name,
+            limit=candidates,
             strategy=settings.vector_index,
         )
         by_text = await text_candidates(conn, scope, q, limit=candidates)

@@ -53,7 +53,9 @@ def parse_turns(data: Any, *, max_batch: int) -> list[TurnIn]:
             turns = TurnBatchIn.model_validate(data).turns
             if len(turns) > max_batch:
                 raise ApiError(
-                    413, "batch_too_large", f"batch of {len(turns)} turns exceeds the limit of {max_batch}"
+                    413,
+                    "batch_too_large",
+                    f"batch of {len(turns)} turns exceeds the limit of {max_batch}",
                 )
             return turns
         if isinstance(data, dict):
@@ -100,7 +102,10 @@ def to_records(turns: list[TurnIn], *, now: datetime) -> list[dict[str, Any]]:
         413: {"model": ErrorOut, "description": "Body or batch too large"},
         415: {"model": ErrorOut, "description": "Not JSON"},
         422: {"model": ErrorOut, "description": "A turn breaks the contract"},
-        503: {"model": ErrorOut, "description": "Broker unavailable; retry with the same event ids"},
+        503: {
+            "model": ErrorOut,
+            "description": "Broker unavailable; retry with the same event ids",
+        },
     },
     summary="Publish one turn or a batch",
 )

@@ -38,11 +38,12 @@ class Embedder(ABC):
         """Release clients; the default has nothing to release."""
 
 
-def normalise(vectors: npt.NDArray[np.floating]) -> Vectors:
+def normalise(vectors: npt.ArrayLike) -> Vectors:
     arr = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return arr / norms
+    result: Vectors = arr / norms
+    return result
 
 
 class CachedEmbedder(Embedder):

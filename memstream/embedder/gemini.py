@@ -52,7 +52,7 @@ class GeminiEmbedder(Embedder):
             try:
                 response = await self._client.aio.models.embed_content(
                     model=self.model,
-                    contents=chunk,  # type: ignore[arg-type]
+                    contents=chunk,
                     config=types.EmbedContentConfig(output_dimensionality=self.dim),
                 )
             except genai_errors.APIError as exc:

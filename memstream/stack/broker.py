@@ -48,7 +48,14 @@ class EmbeddedBroker:
         url = f"tcp://{self.host}:{self.port}"
         self.process = ManagedProcess(
             name="broker",
-            argv=[_broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            argv=[
+                _broker_binary(),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+            ],
             # Its info logging wrote 566 MB in five minutes (FACTS.md).
             env={"RUST_LOG": "warn"},
             log_path=self.log_dir / "broker.log",

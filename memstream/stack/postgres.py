@@ -84,8 +84,15 @@ def _ensure_service_user() -> pwd.struct_passwd:
         return pwd.getpwnam(SERVICE_USER)
     except KeyError:
         log.warning("running as root: creating system user %r to run PostgreSQL", SERVICE_USER)
-        subprocess.run(  # noqa: S603
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
+        subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
             check=True,
             capture_output=True,
         )
@@ -172,11 +179,13 @@ class EmbeddedPostgres:
                 user = pwd.getpwnam(self._user)
                 os.chown(pwfile, user.pw_uid, user.pw_gid)
             pwfile.chmod(0o600)
-            result = subprocess.run(  # noqa: S603
+            result = subprocess.run(
                 [
                     str(_bin_dir() / "initdb"),
-                    "-D", str(self.pgdata),
-                    "-U", SUPERUSER,
+                    "-D",
+                    str(self.pgdata),
+                    "-U",
+                    SUPERUSER,
                     "--encoding=UTF8",
                     "--locale=C.UTF-8",
                     "--auth-host=scram-sha-256",
@@ -190,9 +199,7 @@ class EmbeddedPostgres:
         finally:
             pwfile.unlink(missing_ok=True)
         if result.returncode != 0:
-            raise StackError(
-                "initdb failed: " + result.stderr.decode("utf-8", "replace")[-2000:]
-            )
+            raise StackError("initdb failed: " + result.stderr.decode("utf-8", "replace")[-2000:])
 
     def start(self, *, timeout_s: float = 60.0) -> None:
         if port_open(self.host, self.port):
@@ -207,14 +214,22 @@ class EmbeddedPostgres:
             name="postgres",
             argv=[
                 str(_bin_dir() / "postgres"),
-                "-D", str(self.pgdata),
-                "-p", str(self.port),
-                "-c", f"listen_addresses={self.host}",
-                "-c", "unix_socket_directories=",
-                "-c", "max_connections=200",
-                "-c", "shared_buffers=256MB",
-                "-c", "maintenance_work_mem=256MB",
-                "-c", "logging_collector=off",
+                "-D",
+                str(self.pgdata),
+                "-p",
+                str(self.port),
+                "-c",
+                f"listen_addresses={self.host}",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "max_connections=200",
+                "-c",
+                "shared_buffers=256MB",
+                "-c",
+                "maintenance_work_mem=256MB",
+                "-c",
+                "logging_collector=off",
             ],
             log_path=self.log_dir / "postgres.log",
             user=self._user,
@@ -239,7 +254,11 @@ class EmbeddedPostgres:
         with psycopg.connect(self.superuser_url, autocommit=True) as conn:
             for role, password, extra in (
                 (OWNER_ROLE, self.creds.owner, sql.SQL("")),
-                (APP_ROLE, self.creds.app, sql.SQL(" NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE")),
+                (
+                    APP_ROLE,
+                    self.creds.app,
+                    sql.SQL(" NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"),
+                ),
             ):
                 exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
                 verb = sql.SQL("ALTER") if exists else sql.SQL("CREATE")

@@ -46,9 +46,7 @@ def as_user(user: str | None) -> dict[str, Any]:
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
-def wait_for(
-    check: Callable[[], bool], *, what: str, timeout_s: float, interval_s: float = 0.05
-) -> None:
+def wait_for(check: Callable[[], bool], *, what: str, timeout_s: float, interval_s: float = 0.05) -> None:
     """Poll ``check`` until it is true or raise StackError after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -88,7 +86,7 @@ class ManagedProcess:
             stdout = self._log_file
         log.info("starting %s: %s", self.name, " ".join(self.argv))
         try:
-            self._proc = subprocess.Popen(  # noqa: S603 - argv is built by us, never a shell
+            self._proc = subprocess.Popen(
                 list(self.argv),
                 env=env,
                 cwd=self.cwd,

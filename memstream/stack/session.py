@@ -75,5 +75,3 @@ def stack_session(settings: Settings, *, workers: int = 1) -> Iterator[StackSess
             yield StackSession(resolved, url, private=True, workers=workers)
         finally:
             stack.stop()
-
-

@@ -63,15 +63,23 @@ class EmbeddedStack:
         if not s.kafka_bootstrap_servers:
             self.broker = EmbeddedBroker(port=s.embedded_broker_port or free_port(), log_dir=self.log_dir)
             self.broker.start()
-            updates |= {"kafka_bootstrap_servers": self.broker.bootstrap_servers, "embedded_broker": True}
+            updates |= {
+                "kafka_bootstrap_servers": self.broker.bootstrap_servers,
+                "embedded_broker": True,
+            }
         if s.database_url is None:
             self.postgres = EmbeddedPostgres(
                 s.data_dir, port=s.embedded_postgres_port or free_port(), log_dir=self.log_dir
             )
             self.postgres.start()
-            updates |= {"database_url": self.postgres.app_url, "database_owner_url": self.postgres.owner_url}
+            updates |= {
+                "database_url": self.postgres.app_url,
+                "database_owner_url": self.postgres.owner_url,
+            }
         if s.redis_url is None:
-            self.redis = EmbeddedRedis(s.data_dir, port=s.embedded_redis_port or free_port(), log_dir=self.log_dir)
+            self.redis = EmbeddedRedis(
+                s.data_dir, port=s.embedded_redis_port or free_port(), log_dir=self.log_dir
+            )
             self.redis.start()
             updates["redis_url"] = self.redis.url
         resolved = Settings(**{**s.model_dump(), **updates})
@@ -139,7 +147,9 @@ def prepare_storage(settings: Settings, *, app_role: str | None) -> None:
     if applied:
         log.info("applied migrations %s", applied)
     model, dim = embedding_identity(settings)
-    ensure_vector_index(settings.require_owner_database_url(), strategy=settings.vector_index, model=model, dim=dim)
+    ensure_vector_index(
+        settings.require_owner_database_url(), strategy=settings.vector_index, model=model, dim=dim
+    )
     asyncio.run(
         ensure_topics(
             settings.require_kafka(),
@@ -185,9 +195,7 @@ def run_up(settings: Settings, *, worker: bool = True, gateway: bool = True) -> 
             resolved.data_dir,
         )
         if gateway:
-            threading.Thread(
-                target=_wait_ready, args=(gateway_url(resolved), stop), daemon=True
-            ).start()
+            threading.Thread(target=_wait_ready, args=(gateway_url(resolved), stop), daemon=True).start()
         while not stop.wait(0.5):
             stack.supervise()
         return 0

@@ -37,6 +37,7 @@ class EpisodeScope:
 def _vector_query(strategy: VectorIndex, dim: int) -> sql.Composed:
     if not 0 < dim <= 16_000:
         raise ValueError(f"implausible vector dimension {dim}")
+    distance: sql.Composable
     if strategy == "hnsw":
         # Must match the partial expression index (see sinks/postgres/vector_index.py).
         distance = sql.SQL("embedding::vector({dim}) <=> %(embedding)s::vector({dim})").format(

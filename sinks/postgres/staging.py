@@ -31,7 +31,8 @@ class StagedInsert:
 
     def _create_stage(self) -> sql.Composed:
         cols = sql.SQL(", ").join(
-            sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t)) for c, t in zip(self.columns, self.types, strict=True)
+            sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(t))
+            for c, t in zip(self.columns, self.types, strict=True)
         )
         return sql.SQL("CREATE TEMP TABLE IF NOT EXISTS {} ({}) ON COMMIT DELETE ROWS").format(
             sql.Identifier(self.stage), cols
@@ -44,13 +45,18 @@ class StagedInsert:
 
     def _insert(self) -> sql.Composed:
         cols = sql.SQL(", ").join(map(sql.Identifier, self.columns))
-        order = sql.SQL("")
+        order: sql.Composable = sql.SQL("")
         if self.order_by:
             order = sql.SQL(" ORDER BY {}").format(sql.SQL(", ").join(map(sql.Identifier, self.order_by)))
         return sql.SQL(
             "INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage}{order} "
             "ON CONFLICT (tenant_id, event_id) DO NOTHING"
-        ).format(table=sql.Identifier(self.table), cols=cols, stage=sql.Identifier(self.stage), order=order)
+        ).format(
+            table=sql.Identifier(self.table),
+            cols=cols,
+            stage=sql.Identifier(self.stage),
+            order=order,
+        )
 
     async def write(self, conn: psycopg.AsyncConnection[Any], rows: Iterable[Sequence[Any]]) -> int:
         """Write rows in one transaction; returns how many were new."""

@@ -21,7 +21,7 @@ _PREFIX = "episodes_hnsw_"
 
 
 def index_name(model: str) -> str:
-    return _PREFIX + hashlib.sha1(model.encode()).hexdigest()[:12]  # noqa: S324 - a name, not security
+    return _PREFIX + hashlib.sha1(model.encode()).hexdigest()[:12]
 
 
 def ensure_vector_index(owner_url: str, *, strategy: VectorIndex, model: str, dim: int) -> None:

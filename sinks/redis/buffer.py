@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis.asyncio as aioredis
@@ -101,7 +101,9 @@ class SessionBuffers:
         source = resources.files("sinks.redis").joinpath("append_buffer.lua").read_text()
         self._append = client.register_script(source)
 
-    async def append(self, batch: Mapping[tuple[str, str], Sequence[BufferEntry]]) -> dict[tuple[str, str], int]:
+    async def append(
+        self, batch: Mapping[tuple[str, str], Sequence[BufferEntry]]
+    ) -> dict[tuple[str, str], int]:
         """Append each session's entries; one pipelined round trip for the whole batch."""
         if not batch:
             return {}
@@ -119,4 +121,4 @@ class SessionBuffers:
     async def read(self, tenant_id: str, session_id: str) -> list[dict[str, Any]]:
         """The session's buffered turns, oldest first."""
         members = await self.client.zrange(buffer_key(tenant_id, session_id), 0, -1)
-        return [orjson.loads(m) for m in members]
+        return [orjson.loads(cast(bytes, m)) for m in members]

@@ -4,6 +4,7 @@ stages (event log, episodes + embedder, session buffer). See ``streams/stage.py`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import faust
 
@@ -16,6 +17,7 @@ def register_ingest(
     app: faust.App, topic: faust.TopicT, stages: Sequence[SinkStage], ctx: StageContext
 ) -> faust.types.AgentT:  # type: ignore[type-arg]
     async def ingest(stream: faust.StreamT[bytes]) -> None:
-        await run_ingest(stream, stages, ctx)
+        # Agents receive faust.Stream, whose take_events() StreamT does not declare.
+        await run_ingest(cast(faust.Stream[bytes], stream), stages, ctx)
 
     return app.agent(topic, name=f"{app.conf.id}.{AGENT_NAME}")(ingest)

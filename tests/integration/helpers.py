@@ -56,8 +56,10 @@ async def post_turns(gateway: httpx.AsyncClient, turns: list[dict[str, Any]]) ->
 def count_rows(stack: RunningStack, table: str, tenant: str) -> int:
     assert table in {"episodes", "event_log"}
     with stack.db() as conn:
-        query = {"episodes": "SELECT count(*) FROM episodes WHERE tenant_id = %s",
-                 "event_log": "SELECT count(*) FROM event_log WHERE tenant_id = %s"}[table]
+        query = {
+            "episodes": "SELECT count(*) FROM episodes WHERE tenant_id = %s",
+            "event_log": "SELECT count(*) FROM event_log WHERE tenant_id = %s",
+        }[table]
         row = conn.execute(query, (tenant,)).fetchone()
     assert row is not None
     return int(row[0])  # type: ignore[call-overload]

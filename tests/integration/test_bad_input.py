@@ -69,7 +69,9 @@ async def test_each_bad_field_gets_a_precise_422(
     assert error["details"]
 
 
-async def test_oversize_content_and_payload(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
+async def test_oversize_content_and_payload(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
     limit = stack.settings.max_content_chars
     response = await gateway.post("/v1/turns", json=good(tenant, content="x" * (limit + 1)))
     assert response.status_code == 422
@@ -102,16 +104,23 @@ async def test_one_bad_turn_rejects_the_batch_and_nothing_is_published(
 
 async def test_reads_validate_their_parameters(gateway: httpx.AsyncClient) -> None:
     assert (await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u"})).status_code == 422
-    assert (await gateway.get("/v1/search", params={"tenant_id": "t{", "user_id": "u", "q": "x"})).status_code == 422
-    assert (await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u", "q": "x", "k": 0})).status_code == 422
+    assert (
+        await gateway.get("/v1/search", params={"tenant_id": "t{", "user_id": "u", "q": "x"})
+    ).status_code == 422
+    assert (
+        await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u", "q": "x", "k": 0})
+    ).status_code == 422
     assert (await gateway.get("/v1/sessions/s 1/buffer", params={"tenant_id": "t"})).status_code == 422
     assert (await gateway.get("/v1/sessions/s1/buffer")).status_code == 422
 
 
 async def dlq_records(stack: RunningStack, marker: bytes) -> list[Any]:
     consumer = AIOKafkaConsumer(
-        topics.DLQ, bootstrap_servers=stack.settings.require_kafka(), group_id=None,
-        auto_offset_reset="earliest", enable_auto_commit=False,
+        topics.DLQ,
+        bootstrap_servers=stack.settings.require_kafka(),
+        group_id=None,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
     )
     await consumer.start()
     try:
@@ -130,7 +139,7 @@ async def test_undecodable_and_invalid_records_go_to_the_dlq_and_the_worker_goes
     codec = turn_event_codec()
     marker = uuid.uuid4().hex.encode()
     garbage = b"\x00\x00\x00\x00\x01" + marker  # our header, not a TurnEvent body
-    not_avro = b"{\"json\": \"" + marker + b"\"}"
+    not_avro = b'{"json": "' + marker + b'"}'
     invalid = avro_record("has{braces}", "bad tenant " + marker.decode())
     follower = avro_record(tenant, "the good one after the bad")
 

@@ -30,7 +30,9 @@ def test_up_demo_and_ctrl_c(tmp_path: Path) -> None:
         "MEMSTREAM_BROKER_HEARTBEAT_INTERVAL_S": "1",
     }
     log = (tmp_path / "up.log").open("wb")
-    up = subprocess.Popen([sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         started = time.monotonic()
@@ -46,8 +48,14 @@ def test_up_demo_and_ctrl_c(tmp_path: Path) -> None:
         state = orjson.loads((tmp_path / "data" / "stack.json").read_bytes())
         assert state["gateway_url"] == url
 
-        demo = subprocess.run([sys.executable, "-m", "memstream", "demo", "--gateway", url],
-                              env=env, capture_output=True, text=True, timeout=120, check=False)
+        demo = subprocess.run(
+            [sys.executable, "-m", "memstream", "demo", "--gateway", url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert "recalls the preferences and the project rules" in demo.stdout
 
@@ -57,7 +65,7 @@ def test_up_demo_and_ctrl_c(tmp_path: Path) -> None:
             assert part in names
         up.send_signal(signal.SIGINT)
         assert up.wait(timeout=60) == 0
-        gone, alive = psutil.wait_procs(children, timeout=10)
+        _, alive = psutil.wait_procs(children, timeout=10)
         assert not alive, f"left running: {[p.cmdline() for p in alive]}"
         assert not (tmp_path / "data" / "stack.json").exists()
     finally:

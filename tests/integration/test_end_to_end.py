@@ -18,8 +18,13 @@ TOTAL = SESSIONS * PER_SESSION
 def conversation(tenant: str) -> list[list[dict[str, object]]]:
     """Batches of 50 turns, interleaving sessions, each session's turns in order."""
     turns = [
-        turn(tenant, f"s{s:02d}", f"session {s} turn {i}: we discussed topic {(s * 7 + i) % 13}",
-             role="user" if i % 2 == 0 else "assistant", user_id=f"user-{s % 4}")
+        turn(
+            tenant,
+            f"s{s:02d}",
+            f"session {s} turn {i}: we discussed topic {(s * 7 + i) % 13}",
+            role="user" if i % 2 == 0 else "assistant",
+            user_id=f"user-{s % 4}",
+        )
         for i in range(PER_SESSION)
         for s in range(SESSIONS)
     ]
@@ -45,20 +50,29 @@ async def test_thousand_turns_land_exactly_once_everywhere(
         response = await gateway.get(f"/v1/sessions/s{s:02d}/buffer", params={"tenant_id": tenant})
         assert response.status_code == 200
         contents = [t["content"] for t in response.json()["turns"]]
-        expected = [f"session {s} turn {i}: we discussed topic {(s * 7 + i) % 13}"
-                    for i in range(PER_SESSION - n, PER_SESSION)]
+        expected = [
+            f"session {s} turn {i}: we discussed topic {(s * 7 + i) % 13}"
+            for i in range(PER_SESSION - n, PER_SESSION)
+        ]
         assert contents == expected, f"session s{s:02d}"
 
     # Search finds a known turn, for its user only.
     response = await gateway.get(
-        "/v1/search", params={"tenant_id": tenant, "user_id": "user-0", "q": "how do we deploy? rsync or scp", "k": 5}
+        "/v1/search",
+        params={
+            "tenant_id": tenant,
+            "user_id": "user-0",
+            "q": "how do we deploy? rsync or scp",
+            "k": 5,
+        },
     )
     assert response.status_code == 200, response.text
     hits = response.json()["hits"]
     assert hits[0]["content"].startswith("Our deploys use rsync")
     assert hits[0]["vector_rank"] is not None and hits[0]["text_rank"] is not None
     other = await gateway.get(
-        "/v1/search", params={"tenant_id": tenant, "user_id": "user-1", "q": "rsync checksum scp", "k": 5}
+        "/v1/search",
+        params={"tenant_id": tenant, "user_id": "user-1", "q": "rsync checksum scp", "k": 5},
     )
     assert all("rsync" not in h["content"] for h in other.json()["hits"])
 

@@ -12,8 +12,13 @@ from tests.fixtures.gemini import FakeGemini, fake_vector
 
 
 def embedder(gemini: FakeGemini, *, dim: int = 8, timeout_s: float = 5.0) -> GeminiEmbedder:
-    return GeminiEmbedder(api_key="test-key", model="gemini-embedding-001", dim=dim,
-                          base_url=gemini.base_url, timeout_s=timeout_s)
+    return GeminiEmbedder(
+        api_key="test-key",
+        model="gemini-embedding-001",
+        dim=dim,
+        base_url=gemini.base_url,
+        timeout_s=timeout_s,
+    )
 
 
 async def test_embeds_through_batch_embed_contents(gemini: FakeGemini) -> None:
@@ -77,5 +82,7 @@ async def test_a_timeout_is_retryable(gemini: FakeGemini) -> None:
 
 def test_provider_is_chosen_by_configuration(gemini: FakeGemini) -> None:
     assert build_embedder(Settings()).model_name == "wordllama/l2_supercat@256"
-    chosen = build_embedder(Settings(gemini_api_key="k", gemini_base_url=gemini.base_url, gemini_embedding_dim=16))
+    chosen = build_embedder(
+        Settings(gemini_api_key="k", gemini_base_url=gemini.base_url, gemini_embedding_dim=16)
+    )
     assert chosen.model_name == "gemini/gemini-embedding-001@16"

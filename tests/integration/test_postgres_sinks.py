@@ -21,9 +21,19 @@ from tests.integration.helpers import count_rows
 def make_turn(tenant: str, n: int, *, offset: int | None = None) -> Turn:
     return Turn(
         event_id=uuid.uuid5(uuid.NAMESPACE_URL, f"{tenant}/{n}"),
-        tenant_id=tenant, agent_id="a", user_id="u", project_id=None, session_id="s",
-        role="user", content=f"turn number {n}", event_time=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n),
-        tags=("x",), metadata={"n": str(n)}, schema_id=1, topic="memstream.turns.v1", partition=0,
+        tenant_id=tenant,
+        agent_id="a",
+        user_id="u",
+        project_id=None,
+        session_id="s",
+        role="user",
+        content=f"turn number {n}",
+        event_time=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=n),
+        tags=("x",),
+        metadata={"n": str(n)},
+        schema_id=1,
+        topic="memstream.turns.v1",
+        partition=0,
         offset=n if offset is None else offset,
     )
 
@@ -39,7 +49,7 @@ async def test_redelivered_batches_never_duplicate(stack: RunningStack, tenant: 
     episodes = [Episode(t, np.full(4, 0.5, dtype=np.float32), 3) for t in turns]
     async with await app_connection(stack) as conn:
         assert await append_events(conn, turns) == 10
-        assert await append_events(conn, turns[5:] + [make_turn(tenant, 10)]) == 1
+        assert await append_events(conn, [*turns[5:], make_turn(tenant, 10)]) == 1
         assert await upsert_episodes(conn, episodes, model="test/m@4") == 10
         assert await upsert_episodes(conn, episodes + episodes[:2], model="test/m@4") == 0
     assert count_rows(stack, "event_log", tenant) == 11
@@ -61,18 +71,27 @@ async def test_same_event_id_in_two_tenants_is_two_events(stack: RunningStack, t
     assert count_rows(stack, "event_log", other) == 1
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE event_log SET content = 'rewritten' WHERE tenant_id = %s",
-    "DELETE FROM event_log WHERE tenant_id = %s",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE event_log SET content = 'rewritten' WHERE tenant_id = %s",
+        "DELETE FROM event_log WHERE tenant_id = %s",
+    ],
+)
 async def test_the_event_log_cannot_be_rewritten(stack: RunningStack, tenant: str, statement: str) -> None:
     async with await app_connection(stack) as conn:
         await append_events(conn, [make_turn(tenant, 1)])
     with stack.db() as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement, (tenant,))  # the app role has no such privilege
-    with stack.owner_db() as conn, pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+    with (
+        stack.owner_db() as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"),
+    ):
         conn.execute(statement, (tenant,))  # and the trigger refuses even the owner
-    with stack.owner_db() as conn, pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+    with (
+        stack.owner_db() as conn,
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"),
+    ):
         conn.execute("TRUNCATE event_log")
     assert count_rows(stack, "event_log", tenant) == 1
 
@@ -85,7 +104,9 @@ def test_the_app_role_owns_nothing_and_cannot_change_the_schema(stack: RunningSt
             " AND c.relpersistence <> 't'"  # its own temporary staging tables are all it may create
         ).fetchone()
         assert owned == (0,)
-        attrs = conn.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
+        attrs = conn.execute(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
         assert attrs == (False, False)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("DROP TABLE episodes")
@@ -95,12 +116,16 @@ def test_the_app_role_owns_nothing_and_cannot_change_the_schema(stack: RunningSt
 
 async def test_vectors_record_their_model_and_dimension(stack: RunningStack, tenant: str) -> None:
     async with await app_connection(stack) as conn:
-        await upsert_episodes(conn, [Episode(make_turn(tenant, 1), np.ones(3, dtype=np.float32) / 3**0.5, 2)],
-                              model="test/m@3")
+        await upsert_episodes(
+            conn,
+            [Episode(make_turn(tenant, 1), np.ones(3, dtype=np.float32) / 3**0.5, 2)],
+            model="test/m@3",
+        )
     with stack.db() as conn:
         row = conn.execute(
             "SELECT embedding_model, embedding_dim, vector_dims(embedding), token_count, tsv::text"
-            " FROM episodes WHERE tenant_id = %s", (tenant,)
+            " FROM episodes WHERE tenant_id = %s",
+            (tenant,),
         ).fetchone()
     assert row is not None
     assert row[:4] == ("test/m@3", 3, 3, 2)

@@ -23,8 +23,14 @@ EMBEDDER = WordLlamaEmbedder()
 async def store(stack: RunningStack, tenant: str, rows: list[dict[str, Any]]) -> list[uuid.UUID]:
     turns = [
         Turn(
-            event_id=uuid.uuid4(), tenant_id=tenant, agent_id="a", user_id=r.get("user", "u1"),
-            project_id=r.get("project"), session_id="s", role="user", content=r["content"],
+            event_id=uuid.uuid4(),
+            tenant_id=tenant,
+            agent_id="a",
+            user_id=r.get("user", "u1"),
+            project_id=r.get("project"),
+            session_id="s",
+            role="user",
+            content=r["content"],
             event_time=datetime.now(UTC) - timedelta(minutes=len(rows) - i),
         )
         for i, r in enumerate(rows)
@@ -32,13 +38,18 @@ async def store(stack: RunningStack, tenant: str, rows: list[dict[str, Any]]) ->
     vectors = await EMBEDDER.embed([t.content for t in turns])
     async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
         await register_vector_async(conn)
-        await upsert_episodes(conn, [Episode(t, v, 5) for t, v in zip(turns, vectors, strict=True)],
-                              model=EMBEDDER.model_name)
+        await upsert_episodes(
+            conn,
+            [Episode(t, v, 5) for t, v in zip(turns, vectors, strict=True)],
+            model=EMBEDDER.model_name,
+        )
     return [t.event_id for t in turns]
 
 
 async def search(gateway: httpx.AsyncClient, tenant: str, q: str, **params: Any) -> list[dict[str, Any]]:
-    response = await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q, **params})
+    response = await gateway.get(
+        "/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q, **params}
+    )
     assert response.status_code == 200, response.text
     hits: list[dict[str, Any]] = response.json()["hits"]
     return hits
@@ -47,13 +58,19 @@ async def search(gateway: httpx.AsyncClient, tenant: str, q: str, **params: Any)
 async def test_project_scope_includes_global_memory_but_not_other_projects(
     stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
 ) -> None:
-    await store(stack, tenant, [
-        {"content": "CloudRetail uses FastAPI on AlloyDB", "project": "CloudRetail"},
-        {"content": "Payments uses Django on MySQL", "project": "Payments"},
-        {"content": "I prefer dark mode everywhere"},
-    ])
-    scoped = {h["content"] for h in await search(gateway, tenant, "backend framework and preferences",
-                                                  project_id="CloudRetail")}
+    await store(
+        stack,
+        tenant,
+        [
+            {"content": "CloudRetail uses FastAPI on AlloyDB", "project": "CloudRetail"},
+            {"content": "Payments uses Django on MySQL", "project": "Payments"},
+            {"content": "I prefer dark mode everywhere"},
+        ],
+    )
+    scoped = {
+        h["content"]
+        for h in await search(gateway, tenant, "backend framework and preferences", project_id="CloudRetail")
+    }
     assert scoped == {"CloudRetail uses FastAPI on AlloyDB", "I prefer dark mode everywhere"}
     everything = {h["content"] for h in await search(gateway, tenant, "backend framework and preferences")}
     assert len(everything) == 3
@@ -67,10 +84,19 @@ async def test_other_users_and_tenants_are_invisible(
     assert await search(gateway, tenant, "secret plan") == []
 
 
-async def test_expired_rows_are_never_served(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
-    ids = await store(stack, tenant, [{"content": "temporary access code rotation"}, {"content": "permanent rule"}])
+async def test_expired_rows_are_never_served(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    ids = await store(
+        stack,
+        tenant,
+        [{"content": "temporary access code rotation"}, {"content": "permanent rule"}],
+    )
     with stack.owner_db() as conn:
-        conn.execute("UPDATE episodes SET expires_at = now() - interval '1 second' WHERE event_id = %s", (ids[0],))
+        conn.execute(
+            "UPDATE episodes SET expires_at = now() - interval '1 second' WHERE event_id = %s",
+            (ids[0],),
+        )
     contents = [h["content"] for h in await search(gateway, tenant, "temporary access code rotation")]
     assert contents == ["permanent rule"]
 
@@ -78,31 +104,47 @@ async def test_expired_rows_are_never_served(stack: RunningStack, gateway: httpx
 async def test_text_and_vector_ranks_are_reported_and_fused(
     stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
 ) -> None:
-    await store(stack, tenant, [
-        {"content": "deploy with rsync, not scp"},
-        {"content": "the weather is nice today"},
-        {"content": "we moved the deployment tooling to rsync last week"},
-    ])
+    await store(
+        stack,
+        tenant,
+        [
+            {"content": "deploy with rsync, not scp"},
+            {"content": "the weather is nice today"},
+            {"content": "we moved the deployment tooling to rsync last week"},
+        ],
+    )
     hits = await search(gateway, tenant, "rsync", k=3)
-    assert {h["content"] for h in hits[:2]} == {"deploy with rsync, not scp",
-                                                 "we moved the deployment tooling to rsync last week"}
+    assert {h["content"] for h in hits[:2]} == {
+        "deploy with rsync, not scp",
+        "we moved the deployment tooling to rsync last week",
+    }
     assert all(h["text_rank"] is not None for h in hits[:2])
     assert hits[-1]["text_rank"] is None and hits[-1]["vector_rank"] is not None
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
 
 
-async def test_hostile_query_text_is_just_text(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
+async def test_hostile_query_text_is_just_text(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
     await store(stack, tenant, [{"content": "ordinary memory"}])
     for q in ["'; DROP TABLE episodes; --", "a & b | !c <-> (d", "%s %(tenant_id)s", "\\x00"]:
         response = await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q})
         assert response.status_code == 200
     with stack.db() as conn:
-        assert conn.execute("SELECT count(*) FROM episodes WHERE tenant_id = %s", (tenant,)).fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM episodes WHERE tenant_id = %s", (tenant,)).fetchone() == (
+            1,
+        )
 
 
 async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, tenant: str) -> None:
-    await store(stack, tenant, [{"content": f"note {i} about {topic}"} for i, topic in
-                                enumerate(["rsync", "dark mode", "valkey", "alloydb", "fastapi", "timeouts"])])
+    await store(
+        stack,
+        tenant,
+        [
+            {"content": f"note {i} about {topic}"}
+            for i, topic in enumerate(["rsync", "dark mode", "valkey", "alloydb", "fastapi", "timeouts"])
+        ],
+    )
     query = (await EMBEDDER.embed(["which cache do we use"]))[0]
     scope = EpisodeScope(tenant_id=tenant, user_id="u1", project_id=None)
     owner = stack.settings.require_owner_database_url()
@@ -110,15 +152,20 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
     try:
         async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
             await register_vector_async(conn)
-            exact = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="exact")
+            exact = await vector_candidates(
+                conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="exact"
+            )
             async with conn.transaction():
                 await conn.execute("SET LOCAL enable_seqscan = off")
                 await conn.execute("SET LOCAL enable_indexscan = on")
-                hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6,
-                                               strategy="hnsw")
+                hnsw = await vector_candidates(
+                    conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="hnsw"
+                )
         assert [r["event_id"] for r in hnsw] == [r["event_id"] for r in exact]
         with stack.owner_db() as conn:
-            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
+            names = {
+                r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")
+            }
         assert index_name(EMBEDDER.model_name) in names
     finally:
         ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim)

@@ -8,7 +8,6 @@ import orjson
 import redis.asyncio as aioredis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from redis.crc import key_slot
 
 from sinks.redis.buffer import BufferEntry, SessionBuffers, buffer_key, trim_mark_key, window

@@ -48,7 +48,9 @@ def test_released_files_are_frozen(schema: Any) -> None:
 
 
 def test_every_schema_file_is_registered() -> None:
-    on_disk = {p.name for p in resources.files("schemas").joinpath("avro").iterdir() if p.name.endswith(".avsc")}
+    on_disk = {
+        p.name for p in resources.files("schemas").joinpath("avro").iterdir() if p.name.endswith(".avsc")
+    }
     assert on_disk == {s.file for s in RELEASED}
 
 
@@ -85,10 +87,19 @@ def test_an_incompatible_change_fails(change: str) -> None:
 
 def good_record() -> dict[str, Any]:
     return {
-        "event_id": str(uuid.uuid4()), "tenant_id": "t", "agent_id": "a", "user_id": "u",
-        "project_id": None, "session_id": "s", "role": "tool", "content": "ok",
-        "event_time": datetime(2026, 11, 30, 9, 0, tzinfo=UTC), "tool_name": "pytest",
-        "tool_status": "failure", "tags": ["ci"], "metadata": {"exit": "1"},
+        "event_id": str(uuid.uuid4()),
+        "tenant_id": "t",
+        "agent_id": "a",
+        "user_id": "u",
+        "project_id": None,
+        "session_id": "s",
+        "role": "tool",
+        "content": "ok",
+        "event_time": datetime(2026, 11, 30, 9, 0, tzinfo=UTC),
+        "tool_name": "pytest",
+        "tool_status": "failure",
+        "tags": ["ci"],
+        "metadata": {"exit": "1"},
     }
 
 

@@ -44,16 +44,31 @@ class PickyStage(SinkStage):
 
 
 def decoded(content: str) -> Decoded:
-    turn = Turn(event_id=uuid.uuid4(), tenant_id="t", agent_id="a", user_id="u", project_id=None,
-                session_id="s", role="user", content=content, event_time=datetime.now(UTC))
+    turn = Turn(
+        event_id=uuid.uuid4(),
+        tenant_id="t",
+        agent_id="a",
+        user_id="u",
+        project_id=None,
+        session_id="s",
+        role="user",
+        content=content,
+        event_time=datetime.now(UTC),
+    )
     return Decoded(turn=turn, event=f"event:{content}")  # type: ignore[arg-type]
 
 
 async def test_one_poison_event_is_dead_lettered_and_the_rest_written() -> None:
     dead = FakeDeadLetters()
-    ctx = StageContext(codec=turn_event_codec(), tokens=TokenCounter(), dead_letters=dead,  # type: ignore[arg-type]
-                       backoff=Backoff(initial_s=0.001, max_s=0.001), max_events=10, within_s=0.01,
-                       max_content_chars=100)
+    ctx = StageContext(
+        codec=turn_event_codec(),
+        tokens=TokenCounter(),
+        dead_letters=dead,  # type: ignore[arg-type]
+        backoff=Backoff(initial_s=0.001, max_s=0.001),
+        max_events=10,
+        within_s=0.01,
+        max_content_chars=100,
+    )
     stage = PickyStage()
     await write_isolating(stage, [decoded("a"), decoded("poison"), decoded("b")], ctx)
     assert stage.written == ["a", "b"]

@@ -65,4 +65,9 @@ def test_turn_from_record_keeps_identity_and_position() -> None:
     turn = Turn.from_record(rec, schema_id=1, topic="memstream.turns.v1", partition=2, offset=41)
     assert turn.event_id == uuid.UUID(rec["event_id"])
     assert (turn.tenant_id, turn.session_id) == turn.session_key == ("acme", "s-1")
-    assert (turn.topic, turn.partition, turn.offset, turn.schema_id) == ("memstream.turns.v1", 2, 41, 1)
+    assert (turn.topic, turn.partition, turn.offset, turn.schema_id) == (
+        "memstream.turns.v1",
+        2,
+        41,
+        1,
+    )
