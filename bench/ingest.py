@@ -51,29 +51,42 @@ def make_batches(tenant: str, *, turns: int, sessions: int, batch: int, seed: in
     return [{"turns": items[i : i + batch]} for i in range(0, len(items), batch)]
 
 
-async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int) -> float:
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    for body in bodies:
-        queue.put_nowait(body)
+async def post_one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> None:
+    for attempt in range(20):
+        response = await client.post(
+            f"{url}/v1/turns", content=orjson.dumps(body), headers={"content-type": "application/json"}
+        )
+        if response.status_code == 202:
+            return
+        if response.status_code != 503:
+            raise RuntimeError(f"POST /v1/turns -> {response.status_code}: {response.text}")
+        await asyncio.sleep(0.1 * (attempt + 1))
+    raise RuntimeError("the gateway kept answering 503")
 
-    async def client_task(client: httpx.AsyncClient) -> None:
-        while not queue.empty():
-            body = queue.get_nowait()
-            for attempt in range(20):
-                response = await client.post(
-                    f"{url}/v1/turns",
-                    content=orjson.dumps(body),
-                    headers={"content-type": "application/json"},
-                )
-                if response.status_code == 202:
-                    break
-                if response.status_code != 503:
-                    raise RuntimeError(f"POST /v1/turns -> {response.status_code}: {response.text}")
-                await asyncio.sleep(0.1 * (attempt + 1))
 
+async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int, rate: float) -> float:
+    """Post every body with at most ``concurrency`` requests in flight; with ``rate`` > 0,
+    pace the sends so turns go out at ``rate`` per second (an open-loop load, for latency)."""
+    gate = asyncio.Semaphore(concurrency)
     started = time.time()
+    clock = time.monotonic()
+    sent = 0
     async with httpx.AsyncClient(timeout=60) as client:
-        await asyncio.gather(*(client_task(client) for _ in range(concurrency)))
+
+        async def send(body: dict[str, Any]) -> None:
+            try:
+                await post_one(client, url, body)
+            finally:
+                gate.release()
+
+        tasks = []
+        for body in bodies:
+            if rate > 0:
+                await asyncio.sleep(max(0.0, clock + sent / rate - time.monotonic()))
+            await gate.acquire()
+            tasks.append(asyncio.create_task(send(body)))
+            sent += len(body["turns"])
+        await asyncio.gather(*tasks)
     return started
 
 
@@ -125,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--batch", type=int, default=100, help="turns per POST")
     parser.add_argument("--concurrency", type=int, default=8, help="concurrent HTTP clients")
+    parser.add_argument(
+        "--rate", type=float, default=0, help="turns/s to offer (0 = as fast as the gateway takes them)"
+    )
     parser.add_argument("--workers", type=int, default=1, help="worker processes (private stack only)")
     parser.add_argument("--vector-index", choices=["exact", "hnsw"], default=None)
     parser.add_argument("--seed", type=int, default=7)
@@ -137,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     bodies = make_batches(tenant, turns=args.turns, sessions=args.sessions, batch=args.batch, seed=args.seed)
     with stack_session(settings, workers=args.workers) as stack:
-        started = asyncio.run(post_all(stack.gateway_url, bodies, concurrency=args.concurrency))
+        started = asyncio.run(
+            post_all(stack.gateway_url, bodies, concurrency=args.concurrency, rate=args.rate)
+        )
         accepted_at = time.time()
         durable = wait_durable(stack.settings.require_database_url(), tenant, args.turns, timeout_s=600)
     elapsed = durable["last_episode_at"] - started
@@ -147,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "sessions": args.sessions,
         "batch": args.batch,
         "concurrency": args.concurrency,
+        "offered_rate": args.rate or "max",
         "workers": stack.workers,
         "partitions": stack.settings.topic_partitions,
         "private_stack": stack.private,

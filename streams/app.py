@@ -10,7 +10,7 @@ import faust
 from memstream.settings import Settings
 from schemas.codec import turn_event_codec
 from schemas.faust_codec import register_faust_codecs
-from streams import heartbeat
+from streams import heartbeat, tansu
 from streams.agents.buffer import BufferStage
 from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
@@ -31,15 +31,18 @@ class Pipeline:
     stages: tuple[SinkStage, ...]
 
 
-def broker_url(bootstrap_servers: str) -> str:
-    return ";".join(f"kafka://{server.strip()}" for server in bootstrap_servers.split(","))
+def broker_url(bootstrap_servers: str, *, embedded: bool = False) -> str:
+    """Faust's broker URL; the embedded Tansu broker gets its own scheme (``streams/tansu.py``)."""
+    scheme = tansu.SCHEME if embedded else "kafka"
+    return ";".join(f"{scheme}://{server.strip()}" for server in bootstrap_servers.split(","))
 
 
 def build_app(settings: Settings) -> Pipeline:
     register_faust_codecs()
+    tansu.register_transport()
     app = faust.App(
         settings.app_id,
-        broker=broker_url(settings.require_kafka()),
+        broker=broker_url(settings.require_kafka(), embedded=settings.embedded_broker),
         autodiscover=False,
         store="memory://",
         key_serializer="raw",

@@ -21,4 +21,5 @@ def run_worker(settings: Settings) -> None:
         redirect_stdouts=False,
         quiet=True,
     )
+    worker.spinner = None  # its terminal escapes would land in whatever reads our stdout
     worker.execute_from_commandline()

@@ -69,7 +69,7 @@ def stack_session(settings: Settings, *, workers: int = 1) -> Iterator[StackSess
         stack = EmbeddedStack(private)
         try:
             resolved = stack.start_services()
-            stack.start_apps(resolved, worker=True, gateway=True, workers=workers)
+            stack.start_apps(resolved, worker=True, gateway=True, workers=workers, log_to_files=True)
             url = gateway_url(resolved)
             wait_ready(url)
             yield StackSession(resolved, url, private=True, workers=workers)

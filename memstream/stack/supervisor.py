@@ -88,8 +88,16 @@ class EmbeddedStack:
 
     # -- worker and gateway -------------------------------------------------------------
     def start_apps(
-        self, resolved: Settings, *, worker: bool = True, gateway: bool = True, workers: int = 1
+        self,
+        resolved: Settings,
+        *,
+        worker: bool = True,
+        gateway: bool = True,
+        workers: int = 1,
+        log_to_files: bool = False,
     ) -> None:
+        """Start the worker(s) and the gateway; their output goes to this terminal, or
+        to ``data_dir/logs/NAME.log`` with ``log_to_files``."""
         env = settings_env(resolved)
         names = [f"worker-{i}" if i > 1 else "worker" for i in range(1, workers + 1)] if worker else []
         if gateway:
@@ -100,6 +108,7 @@ class EmbeddedStack:
                 name=name,
                 argv=[sys.executable, "-m", "memstream", command],
                 env=env,
+                log_path=self.log_dir / f"{name}.log" if log_to_files else None,
                 stop_timeout_s=20.0,
             )
             process.start()
