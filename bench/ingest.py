@@ -20,15 +20,22 @@ import random
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import orjson
 import psycopg
+from aiokafka import AIOKafkaProducer
 
+from agents_gateway.models import TurnIn
+from agents_gateway.routes.turns import to_records
 from bench.corpus import conversation_roles, turn_text
 from memstream.settings import Settings
 from memstream.stack.session import stack_session
+from schemas.codec import turn_event_codec
+from schemas.turns import turn_key
+from streams.topics import TURNS
 
 
 def make_batches(tenant: str, *, turns: int, sessions: int, batch: int, seed: int) -> list[dict[str, Any]]:
@@ -90,6 +97,34 @@ async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int, 
     return started
 
 
+async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, rate: float) -> float:
+    """Produce Avro straight to the turns topic, as an agent with a Kafka client would."""
+    codec = turn_event_codec()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, enable_idempotence=False
+    )
+    await producer.start()
+    started = time.time()
+    clock = time.monotonic()
+    sent = 0
+    try:
+        for body in bodies:
+            if rate > 0:
+                await asyncio.sleep(max(0.0, clock + sent / rate - time.monotonic()))
+            turns = [TurnIn.model_validate(t) for t in body["turns"]]
+            futures = [
+                await producer.send(
+                    TURNS, key=turn_key(r["tenant_id"], r["session_id"]), value=codec.encode(r)
+                )
+                for r in to_records(turns, now=datetime.now(UTC))
+            ]
+            await asyncio.gather(*futures)
+            sent += len(turns)
+    finally:
+        await producer.stop()
+    return started
+
+
 def wait_durable(database_url: str, tenant: str, turns: int, *, timeout_s: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     with psycopg.connect(database_url, autocommit=True) as conn:
@@ -143,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workers", type=int, default=1, help="worker processes (private stack only)")
     parser.add_argument("--vector-index", choices=["exact", "hnsw"], default=None)
+    parser.add_argument(
+        "--via",
+        choices=["gateway", "kafka"],
+        default="gateway",
+        help="post through the gateway, or produce Avro to Kafka directly (the worker alone)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -153,15 +194,19 @@ def main(argv: list[str] | None = None) -> int:
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     bodies = make_batches(tenant, turns=args.turns, sessions=args.sessions, batch=args.batch, seed=args.seed)
     with stack_session(settings, workers=args.workers) as stack:
-        started = asyncio.run(
-            post_all(stack.gateway_url, bodies, concurrency=args.concurrency, rate=args.rate)
-        )
+        if args.via == "kafka":
+            started = asyncio.run(produce_all(stack.settings.require_kafka(), bodies, rate=args.rate))
+        else:
+            started = asyncio.run(
+                post_all(stack.gateway_url, bodies, concurrency=args.concurrency, rate=args.rate)
+            )
         accepted_at = time.time()
         durable = wait_durable(stack.settings.require_database_url(), tenant, args.turns, timeout_s=600)
     elapsed = durable["last_episode_at"] - started
     result = {
         "benchmark": "ingest",
         "turns": args.turns,
+        "via": args.via,
         "sessions": args.sessions,
         "batch": args.batch,
         "concurrency": args.concurrency,
