@@ -1,9 +1,11 @@
 """`memstream up` (what `make run` calls) on a fresh data dir: ready within 60 s, the demo
-passes against it, and Ctrl-C stops every process it started."""
+passes against it, Ctrl-C stops every process it started, and a second `memstream up` on
+the same data dir still has the memory (Postgres persists; the broker starts empty)."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +19,28 @@ import psutil
 from memstream.stack.process import free_port
 
 
-def test_up_demo_and_ctrl_c(tmp_path: Path) -> None:
+def wait_ready(up: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < 60:
+        assert up.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("not ready within 60 s:\n" + log.read_text()[-3000:])
+
+
+def stop(up: subprocess.Popen[bytes]) -> None:
+    children = psutil.Process(up.pid).children(recursive=True)
+    up.send_signal(signal.SIGINT)
+    assert up.wait(timeout=60) == 0
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"left running: {[p.cmdline() for p in alive]}"
+
+
+def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
     port = free_port()
     env = {
         **os.environ,
@@ -29,22 +52,14 @@ def test_up_demo_and_ctrl_c(tmp_path: Path) -> None:
         "MEMSTREAM_BROKER_SESSION_TIMEOUT_S": "4",
         "MEMSTREAM_BROKER_HEARTBEAT_INTERVAL_S": "1",
     }
-    log = (tmp_path / "up.log").open("wb")
+    log_path = tmp_path / "up.log"
+    log = log_path.open("wb")
     up = subprocess.Popen(
         [sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        started = time.monotonic()
-        ready = False
-        while time.monotonic() - started < 60 and not ready:
-            assert up.poll() is None, (tmp_path / "up.log").read_text()
-            try:
-                ready = httpx.get(f"{url}/readyz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        assert ready, "not ready within 60 s:\n" + (tmp_path / "up.log").read_text()[-3000:]
+        wait_ready(up, url, log_path)
         state = orjson.loads((tmp_path / "data" / "stack.json").read_bytes())
         assert state["gateway_url"] == url
 
@@ -59,15 +74,24 @@ def test_up_demo_and_ctrl_c(tmp_path: Path) -> None:
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert "recalls the preferences and the project rules" in demo.stdout
 
-        children = psutil.Process(up.pid).children(recursive=True)
-        names = " ".join(" ".join(c.cmdline()) for c in children)
+        user = re.search(r"of (demo-user-\w+)", demo.stdout)
+        assert user is not None
+
+        names = " ".join(" ".join(c.cmdline()) for c in psutil.Process(up.pid).children(recursive=True))
         for part in ("tansu", "postgres", "valkey-server", "memstream worker", "memstream gateway"):
             assert part in names
-        up.send_signal(signal.SIGINT)
-        assert up.wait(timeout=60) == 0
-        _, alive = psutil.wait_procs(children, timeout=10)
-        assert not alive, f"left running: {[p.cmdline() for p in alive]}"
+        stop(up)
         assert not (tmp_path / "data" / "stack.json").exists()
+
+        up = subprocess.Popen(
+            [sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        wait_ready(up, url, log_path)
+        hits = httpx.get(
+            f"{url}/v1/search", params={"tenant_id": "demo", "user_id": user[1], "q": "dark mode"}
+        ).json()
+        assert any("dark mode" in h["content"] for h in hits["hits"]), "memory did not survive the restart"
+        stop(up)
     finally:
         if up.poll() is None:
             up.kill()

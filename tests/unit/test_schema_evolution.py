@@ -144,3 +144,16 @@ def test_codec_refuses_to_encode_a_record_that_does_not_fit() -> None:
 def test_unknown_record_name_is_a_schema_error() -> None:
     with pytest.raises(SchemaError):
         AvroCodec("memstream.Nope").encode(good_record())
+
+
+def test_registered_as_a_faust_codec() -> None:
+    from faust.serializers import codecs
+
+    from schemas.faust_codec import CODEC_NAMES, register_faust_codecs
+
+    register_faust_codecs()
+    name = CODEC_NAMES[TURN_EVENT]
+    record = good_record()
+    data = codecs.dumps(name, record)
+    assert data == turn_event_codec().encode(record)
+    assert str(codecs.loads(name, data)["event_id"]) == record["event_id"]
