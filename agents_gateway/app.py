@@ -11,16 +11,20 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
+from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.producer import TurnProducer
-from agents_gateway.routes import health, search, sessions, turns
+from agents_gateway.routes import health, permissions, search, sessions, tenant, turns, users
 from agents_gateway.state import GatewayState
 from memstream.embedder import build_embedder
 from memstream.settings import Settings
 from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
+from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import SessionBuffers
+from sinks.redis.rate_limit import RateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,9 @@ def create_app(settings: Settings) -> FastAPI:
                 client, max_turns=settings.buffer_max_turns, max_tokens=settings.buffer_max_tokens
             ),
             embedder=embedder,
+            auth=Authenticator(pool, RateLimiter(client), settings),
+            policies=PolicyCache(pool),
+            metrics=GatewayMetrics(),
         )
         try:
             yield
@@ -62,10 +69,12 @@ def create_app(settings: Settings) -> FastAPI:
         title="memstream gateway",
         version="1",
         summary="Long-term memory for AI agents: publish turns, read buffers, search memory.",
+        description="Every /v1 endpoint needs an API key (`Authorization: Bearer msk_...` or "
+        "`X-API-Key`); the tenant always comes from the key. Create keys with `memstream keys create`.",
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for module in (turns, sessions, search, health):
+    for module in (turns, sessions, search, permissions, tenant, users, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

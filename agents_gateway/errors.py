@@ -13,12 +13,22 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
+from agents_gateway.models import ErrorOut
 from agents_gateway.producer import BrokerUnavailableError
 from memstream.embedder import EmbeddingError
 
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 2
+
+#: The error responses every authenticated endpoint can give (for the OpenAPI document).
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "No, or an invalid, API key"},
+    403: {"model": ErrorOut, "description": "Missing scope, or another tenant or agent named"},
+    422: {"model": ErrorOut, "description": "Invalid parameters"},
+    429: {"model": ErrorOut, "description": "Rate limit of the key exceeded (see Retry-After)"},
+    503: {"model": ErrorOut, "description": "A store is unavailable (see Retry-After)"},
+}
 
 
 class ApiError(Exception):
@@ -79,7 +89,11 @@ def unavailable(what: str, exc: BaseException) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        if exc.status in (401, 403, 429):
+            state = getattr(request.app.state, "gateway", None)
+            if state is not None:
+                state.metrics.auth_failures.labels(status=str(exc.status)).inc()
         return error_response(exc.status, exc.code, exc.message, exc.details, exc.headers or None)
 
     @app.exception_handler(RequestValidationError)

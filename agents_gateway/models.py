@@ -23,8 +23,12 @@ class TurnIn(BaseModel):
         description="Idempotency key. Send the same id again (e.g. after a timeout) and the "
         "turn is stored once. Generated when absent.",
     )
-    tenant_id: Identifier = Field(description=IDENTIFIER_RULE)
-    agent_id: Identifier = Field(description=IDENTIFIER_RULE)
+    tenant_id: Identifier | None = Field(
+        default=None, description="Optional: the API key's tenant. Naming another tenant is refused (403)."
+    )
+    agent_id: Identifier | None = Field(
+        default=None, description=f"{IDENTIFIER_RULE}. Optional when the key is bound to an agent."
+    )
     user_id: Identifier = Field(description=IDENTIFIER_RULE)
     project_id: Identifier | None = Field(default=None, description=IDENTIFIER_RULE)
     session_id: Identifier = Field(description=IDENTIFIER_RULE)
@@ -38,6 +42,9 @@ class TurnIn(BaseModel):
     tool_status: ToolStatus | None = None
     tags: list[StrictStr] = Field(default_factory=list)
     metadata: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    shared: bool = Field(
+        default=False, description="Visible to every agent of the tenant (default: private to agent_id)."
+    )
 
     @field_validator("event_id", mode="before")
     @classmethod
@@ -85,6 +92,7 @@ class BufferedTurn(BaseModel):
     event_time: datetime
     tool_name: str | None = None
     tool_status: str | None = None
+    shared: bool = False
     tokens: int
 
 
@@ -136,3 +144,73 @@ class CheckOut(BaseModel):
 class ReadyOut(BaseModel):
     status: Literal["ready", "not ready"]
     checks: dict[str, CheckOut]
+
+
+class EvaluateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    session_id: Identifier
+    project_id: Identifier | None = None
+    tool: StrictStr = Field(min_length=1, max_length=128)
+    command: StrictStr = Field(min_length=1, max_length=8192)
+
+
+class EvaluateOut(BaseModel):
+    decision: Literal["ALLOW", "BLOCK", "PENDING"]
+    tier: Literal["preapproved", "allow_once", "project", "global", "none"]
+    reason: str
+    rule_id: uuid.UUID | None = None
+    grant_id: uuid.UUID | None = None
+
+
+class AllowOnceIn(EvaluateIn):
+    pass
+
+
+class AllowOnceOut(BaseModel):
+    grant_id: uuid.UUID
+    expires_in_s: int
+
+
+class RuleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    project_id: Identifier | None = Field(default=None, description="Omit for a global (tier 3) rule.")
+    tool: StrictStr = Field(min_length=1, max_length=128)
+    effect: Literal["ALLOW", "BLOCK"]
+    pattern: StrictStr = Field(
+        min_length=1, max_length=512, description="RE2 syntax, searched in the command."
+    )
+    position: int = Field(default=0, ge=-1_000_000, le=1_000_000)
+    description: StrictStr = Field(default="", max_length=1000)
+
+
+class RuleOut(BaseModel):
+    rule_id: uuid.UUID
+    project_id: str | None
+    tool: str
+    effect: str
+    pattern: str
+    position: int
+    description: str
+    created_at: datetime
+
+
+class RulesOut(BaseModel):
+    rules: list[RuleOut]
+
+
+class PrivacyPolicyIO(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    redact_email: bool = False
+    redact_phone: bool = False
+
+
+class ErasureOut(BaseModel):
+    erasure_id: uuid.UUID
+    erased_at: datetime
+    episodes: int
+    events: int
+    sessions: int
+    buffers: int

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from psycopg_pool import AsyncConnectionPool
 
+from agents_gateway.auth import Authenticator
+from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.producer import TurnProducer
 from memstream.embedder import Embedder
 from memstream.settings import Settings
+from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import SessionBuffers
 
 
@@ -21,3 +24,6 @@ class GatewayState:
     redis: aioredis.Redis
     buffers: SessionBuffers
     embedder: Embedder
+    auth: Authenticator
+    policies: PolicyCache
+    metrics: GatewayMetrics

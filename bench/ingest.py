@@ -28,11 +28,12 @@ import orjson
 import psycopg
 from aiokafka import AIOKafkaProducer
 
+from agents_gateway.auth import Principal
 from agents_gateway.models import TurnIn
 from agents_gateway.routes.turns import to_records
 from bench.corpus import conversation_roles, turn_text
 from memstream.settings import Settings
-from memstream.stack.session import stack_session
+from memstream.stack.session import issue_key, stack_session
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
 from streams.topics import TURNS
@@ -65,20 +66,22 @@ async def post_one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) ->
         )
         if response.status_code == 202:
             return
-        if response.status_code != 503:
+        if response.status_code not in (429, 503):
             raise RuntimeError(f"POST /v1/turns -> {response.status_code}: {response.text}")
-        await asyncio.sleep(0.1 * (attempt + 1))
+        await asyncio.sleep(float(response.headers.get("retry-after", 0.1 * (attempt + 1))))
     raise RuntimeError("the gateway kept answering 503")
 
 
-async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int, rate: float) -> float:
+async def post_all(
+    url: str, bodies: list[dict[str, Any]], *, api_key: str, concurrency: int, rate: float
+) -> float:
     """Post every body with at most ``concurrency`` requests in flight; with ``rate`` > 0,
     pace the sends so turns go out at ``rate`` per second (an open-loop load, for latency)."""
     gate = asyncio.Semaphore(concurrency)
     started = time.time()
     clock = time.monotonic()
     sent = 0
-    async with httpx.AsyncClient(timeout=60) as client:
+    async with httpx.AsyncClient(timeout=60, headers={"authorization": f"Bearer {api_key}"}) as client:
 
         async def send(body: dict[str, Any]) -> None:
             try:
@@ -100,6 +103,8 @@ async def post_all(url: str, bodies: list[dict[str, Any]], *, concurrency: int, 
 async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, rate: float) -> float:
     """Produce Avro straight to the turns topic, as an agent with a Kafka client would."""
     codec = turn_event_codec()
+    tenant = bodies[0]["turns"][0]["tenant_id"]
+    principal = Principal(key_id="bench", tenant_id=tenant, agent_id=None, scopes=frozenset({"ingest"}))
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, enable_idempotence=False
     )
@@ -116,7 +121,7 @@ async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, r
                 await producer.send(
                     TURNS, key=turn_key(r["tenant_id"], r["session_id"]), value=codec.encode(r)
                 )
-                for r in to_records(turns, now=datetime.now(UTC))
+                for r in to_records(turns, now=datetime.now(UTC), principal=principal)
             ]
             await asyncio.gather(*futures)
             sent += len(turns)
@@ -128,6 +133,7 @@ async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, r
 def wait_durable(database_url: str, tenant: str, turns: int, *, timeout_s: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))  # row-level security
         while True:
             row = conn.execute(
                 "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = %(t)s),"
@@ -197,8 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.via == "kafka":
             started = asyncio.run(produce_all(stack.settings.require_kafka(), bodies, rate=args.rate))
         else:
+            key = issue_key(
+                stack.settings, tenant_id=tenant, scopes=["ingest"], name="bench.ingest", rate_limit_per_s=1e6
+            )
             started = asyncio.run(
-                post_all(stack.gateway_url, bodies, concurrency=args.concurrency, rate=args.rate)
+                post_all(stack.gateway_url, bodies, api_key=key, concurrency=args.concurrency, rate=args.rate)
             )
         accepted_at = time.time()
         durable = wait_durable(stack.settings.require_database_url(), tenant, args.turns, timeout_s=600)

@@ -6,6 +6,8 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
 
 from memstream.errors import MemstreamError
 from memstream.settings import Settings
@@ -60,7 +62,56 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> int:
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
     from memstream.demo import run_demo
 
-    return run_demo(settings, gateway=args.gateway)
+    return run_demo(settings, gateway=args.gateway, api_key=args.api_key)
+
+
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    import psycopg
+
+    from memstream.stack.state import with_running_stack
+    from sinks.postgres.api_keys import create_key, list_keys, revoke_key
+
+    url = with_running_stack(settings).require_owner_database_url()
+    with psycopg.connect(url, autocommit=True) as conn:
+        if args.action == "create":
+            key = create_key(
+                conn,
+                tenant_id=args.tenant,
+                agent_id=args.agent,
+                scopes=[s.strip() for s in args.scopes.split(",") if s.strip()],
+                name=args.name,
+                rate_limit_per_s=args.rate,
+            )
+            print(key)  # shown once: only a hash is stored
+            return 0
+        if args.action == "revoke":
+            if revoke_key(conn, args.key_id):
+                print(f"revoked {args.key_id}")
+                return 0
+            print(f"no active key {args.key_id}", file=sys.stderr)
+            return 1
+        for k in list_keys(conn, args.tenant):
+            state = f"revoked {k.revoked_at:%Y-%m-%d}" if k.revoked_at else "active"
+            agent = k.agent_id or "*"
+            print(f"{k.key_id}  {k.tenant_id}  agent={agent}  {','.join(k.scopes)}  {state}  {k.name}")
+    return 0
+
+
+def _audit(args: argparse.Namespace, settings: Settings) -> int:
+    from memstream.audit_export import run_export
+    from memstream.stack.state import with_running_stack
+
+    url = with_running_stack(settings).require_database_url()
+    count = run_export(url, args.tenant, args.out, fmt=args.format, since=args.since, until=args.until)
+    print(f"wrote {count} audit records to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _instant(value: str) -> datetime:
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise argparse.ArgumentTypeError("give a timezone, e.g. 2026-11-30T00:00:00Z")
+    return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,8 +131,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="apply database migrations, the vector index and topics").set_defaults(
         func=_migrate
     )
+    keys = sub.add_parser("keys", help="gateway API keys (create, list, revoke)")
+    key_actions = keys.add_subparsers(dest="action", required=True)
+    create = key_actions.add_parser("create", help="create a key and print it (once)")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--agent", help="bind the key to one agent (it then sees its own and shared memory)")
+    create.add_argument("--scopes", default="ingest,read", help="comma-separated: ingest, read, admin")
+    create.add_argument("--name", default="", help="a note to recognise the key by")
+    create.add_argument("--rate", type=float, help="requests/s for this key (default: the gateway's)")
+    listing = key_actions.add_parser("list", help="list keys (never their secrets)")
+    listing.add_argument("--tenant")
+    revoke = key_actions.add_parser("revoke", help="revoke a key (within MEMSTREAM_AUTH_CACHE_S everywhere)")
+    revoke.add_argument("key_id")
+    keys.set_defaults(func=_keys)
+
+    audit = sub.add_parser("audit", help="the audit log")
+    audit_actions = audit.add_subparsers(dest="action", required=True)
+    export = audit_actions.add_parser("export", help="write a tenant's audit records to a file")
+    export.add_argument("--tenant", required=True)
+    export.add_argument("--since", type=_instant, help="ISO 8601 with a timezone (inclusive)")
+    export.add_argument("--until", type=_instant, help="ISO 8601 with a timezone (exclusive)")
+    export.add_argument("--format", choices=["avro", "jsonl"], default="jsonl")
+    export.add_argument("--out", type=Path, required=True)
+    audit.set_defaults(func=_audit)
+
     demo = sub.add_parser("demo", help="play the seed scenario against a running stack (or one it starts)")
     demo.add_argument("--gateway", help="gateway URL (default: the running `memstream up`)")
+    demo.add_argument("--api-key", help="a key of tenant 'demo' (default: made with the stack's owner role)")
     demo.set_defaults(func=_demo)
     return parser
 

@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 
 from memstream.settings import Settings
-from memstream.stack.session import stack_session, wait_ready
+from memstream.stack.session import issue_key, stack_session, wait_ready
+from memstream.stack.state import with_running_stack
 
 TENANT = "demo"
 PROJECT = "CloudRetail"
@@ -124,7 +125,7 @@ def play(client: httpx.Client, *, k: int = 5, timeout_s: float = 60.0) -> int:
             break
         time.sleep(0.5)
 
-    buffer = client.get(f"/v1/sessions/{session_1}/buffer", params={"tenant_id": TENANT}).json()
+    buffer = client.get(f"/v1/sessions/{session_1}/buffer").json()
     _say(f"\n== session 1 buffer: {len(buffer['turns'])} turns, {buffer['total_tokens']} tokens ==")
     for t in buffer["turns"]:
         _say(f"  [{t['role']:<9}] {t['content'].splitlines()[0]}")
@@ -141,16 +142,27 @@ def play(client: httpx.Client, *, k: int = 5, timeout_s: float = 60.0) -> int:
     return 0 if ok else 1
 
 
-def run_demo(settings: Settings, *, gateway: str | None) -> int:
+def _client(url: str, api_key: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=30, headers={"authorization": f"Bearer {api_key}"})
+
+
+def run_demo(settings: Settings, *, gateway: str | None, api_key: str | None = None) -> int:
+    """Against ``gateway`` (with ``api_key``, or a demo key made with the running stack's owner
+    role), else against the running `memstream up`, else against a private stack."""
     if gateway:
         wait_ready(gateway)
-        with httpx.Client(base_url=gateway, timeout=30) as client:
+        key = api_key or _demo_key(with_running_stack(settings))
+        with _client(gateway, key) as client:
             return play(client)
     with stack_session(settings) as stack:
         if stack.private:
             _say(f"(no running `memstream up` in {settings.data_dir}; started a private stack)")
-        with httpx.Client(base_url=stack.gateway_url, timeout=30) as client:
+        with _client(stack.gateway_url, api_key or _demo_key(stack.settings)) as client:
             return play(client)
+
+
+def _demo_key(settings: Settings) -> str:
+    return issue_key(settings, tenant_id=TENANT, scopes=["ingest", "read"], name="memstream demo")
 
 
 if __name__ == "__main__":  # pragma: no cover

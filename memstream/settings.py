@@ -68,6 +68,8 @@ class Settings(BaseSettings):
     retry_initial_s: float = 0.2
     retry_max_s: float = 10.0
     worker_heartbeat_ttl_s: float = 10.0
+    audit_relay_interval_s: float = Field(default=0.5, gt=0)
+    worker_metrics_port: int | None = Field(default=None, description="Serve /metrics on 127.0.0.1:PORT.")
 
     # --- session buffer ---------------------------------------------------------------
     buffer_max_turns: int = Field(default=20, ge=1)
@@ -95,6 +97,14 @@ class Settings(BaseSettings):
     rrf_vector_weight: float = Field(default=0.5, ge=0)
     rrf_text_weight: float = Field(default=0.5, ge=0)
     produce_timeout_s: float = 10.0
+    auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
+    rate_limit_per_s: float = Field(
+        default=50.0, gt=0, description="Requests/s per key (unless set on the key)."
+    )
+    rate_limit_burst: float = Field(default=100.0, gt=0)
+    #: Tools that only read memory: pre-approved by the permission engine.
+    preapproved_tools: tuple[str, ...] = ("memory.search", "memory.context", "memory.buffer")
+    allow_once_ttl_s: int = Field(default=300, ge=1)
 
     log_level: str = "INFO"
 

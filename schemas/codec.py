@@ -17,7 +17,7 @@ import fastavro
 from fastavro.read import SchemaResolutionError
 
 from schemas.errors import DecodeError, EncodeError, SchemaError
-from schemas.registry import TURN_EVENT, ReleasedSchema, by_id, newest
+from schemas.registry import AUDIT_RECORD, TURN_EVENT, ReleasedSchema, by_id, newest
 
 MAGIC = 0
 _HEADER = struct.Struct(">bI")
@@ -89,3 +89,7 @@ class AvroCodec:
 
 def turn_event_codec() -> AvroCodec:
     return AvroCodec(TURN_EVENT)
+
+
+def audit_record_codec() -> AvroCodec:
+    return AvroCodec(AUDIT_RECORD)

@@ -7,10 +7,10 @@ from typing import Any
 from faust.serializers import codecs
 
 from schemas.codec import AvroCodec
-from schemas.registry import TURN_EVENT
+from schemas.registry import AUDIT_RECORD, TURN_EVENT
 
 #: Faust serializer names of our record types.
-CODEC_NAMES = {TURN_EVENT: "memstream.turn"}
+CODEC_NAMES = {TURN_EVENT: "memstream.turn", AUDIT_RECORD: "memstream.audit"}
 
 
 class FaustAvroCodec(codecs.Codec):

@@ -20,6 +20,7 @@ import orjson
 from schemas.errors import SchemaError
 
 TURN_EVENT = "memstream.TurnEvent"
+AUDIT_RECORD = "memstream.AuditRecord"
 
 
 @dataclass(frozen=True)

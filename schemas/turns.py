@@ -45,6 +45,7 @@ class Turn:
     tool_status: ToolStatus | None = None
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
+    shared: bool = False
     schema_id: int = 0
     topic: str = ""
     partition: int = -1
@@ -73,6 +74,7 @@ class Turn:
             tool_status=record.get("tool_status"),
             tags=tuple(record.get("tags") or ()),
             metadata=dict(record.get("metadata") or {}),
+            shared=bool(record.get("shared", False)),
             schema_id=schema_id,
             topic=topic,
             partition=partition,

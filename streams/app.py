@@ -6,15 +6,19 @@ import logging
 from dataclasses import dataclass
 
 import faust
+import psycopg
+import psycopg_pool
+from aiokafka.errors import KafkaError
 
 from memstream.settings import Settings
-from schemas.codec import turn_event_codec
+from schemas.codec import audit_record_codec, turn_event_codec
 from schemas.faust_codec import register_faust_codecs
 from streams import heartbeat, tansu
 from streams.agents.buffer import BufferStage
 from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
 from streams.agents.ingest import register_ingest
+from streams.audit_relay import AuditRelay
 from streams.deadletter import DeadLetters
 from streams.resources import PipelineResources
 from streams.stage import SinkStage, StageContext
@@ -61,6 +65,8 @@ def build_app(settings: Settings) -> Pipeline:
     ctx = StageContext(
         codec=turn_event_codec(),
         tokens=resources.tokens,
+        policies=resources.policies,
+        metrics=resources.metrics,
         dead_letters=DeadLetters(topics.dlq),
         backoff=resources.backoff,
         max_events=settings.batch_max_events,
@@ -86,4 +92,15 @@ def build_app(settings: Settings) -> Pipeline:
             )
 
     app.timer(interval=settings.worker_heartbeat_ttl_s / 3)(announce)
+
+    relay = AuditRelay(resources.pool, topics.audit, audit_record_codec(), resources.metrics)
+
+    async def relay_audit() -> None:
+        try:
+            while await relay.relay_once() == relay.page:
+                pass  # a backlog: keep going until the outbox is drained
+        except (psycopg.Error, psycopg_pool.PoolTimeout, KafkaError) as exc:
+            log.warning("audit relay: %s: %s; will retry", type(exc).__name__, exc)
+
+    app.timer(interval=settings.audit_relay_interval_s)(relay_audit)
     return Pipeline(app=app, topics=topics, resources=resources, stages=stages)

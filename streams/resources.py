@@ -7,6 +7,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from mode import Service
+from prometheus_client import start_http_server
 from psycopg_pool import AsyncConnectionPool
 
 from memstream.embedder import Embedder, build_embedder
@@ -15,7 +16,9 @@ from memstream.tokens import TokenCounter
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.migrate import check_schema
 from sinks.postgres.pool import create_pool
+from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import SessionBuffers
+from streams.metrics import WorkerMetrics
 from streams.retry import Backoff, retry_until_done
 from streams.topics import ensure_topics
 
@@ -39,6 +42,8 @@ class PipelineResources(Service):
             self.redis, max_turns=settings.buffer_max_turns, max_tokens=settings.buffer_max_tokens
         )
         self.tokens = TokenCounter()
+        self.policies = PolicyCache(self.pool)
+        self.metrics = WorkerMetrics()
         self._embedder: Embedder | None = None
 
     @property
@@ -59,6 +64,10 @@ class PipelineResources(Service):
         )
         self._embedder = build_embedder(self.settings)
         await self.pool.open(wait=False)
+        if self.settings.worker_metrics_port:
+            start_http_server(
+                self.settings.worker_metrics_port, addr="127.0.0.1", registry=self.metrics.registry
+            )
 
         async def schema_ready() -> None:
             async with self.pool.connection() as conn:

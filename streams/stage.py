@@ -21,10 +21,13 @@ from dataclasses import dataclass, replace
 
 import faust
 
+from memstream.privacy import PrivacyPolicy, redact, redact_mapping
 from memstream.tokens import TokenCounter
 from schemas.codec import AvroCodec
+from sinks.postgres.tenant_settings import PolicyCache
 from streams.deadletter import DeadLetters
 from streams.decoding import Decoded, decode_events
+from streams.metrics import WorkerMetrics
 from streams.retry import Backoff, EventRejectedError, retry_until_done
 
 log = logging.getLogger(__name__)
@@ -34,6 +37,8 @@ log = logging.getLogger(__name__)
 class StageContext:
     codec: AvroCodec
     tokens: TokenCounter
+    policies: PolicyCache
+    metrics: WorkerMetrics
     dead_letters: DeadLetters
     backoff: Backoff
     max_events: int
@@ -78,17 +83,42 @@ async def write_isolating(stage: SinkStage, batch: Sequence[Decoded], ctx: Stage
         await write_isolating(stage, [item], ctx)
 
 
+async def redact_batch(batch: Sequence[Decoded], ctx: StageContext) -> list[Decoded]:
+    """The privacy filter, with each tenant's policy (the gateway ran it too, but agents may
+    produce to Kafka directly). Turns with nothing to redact are kept as they are."""
+    policies = {}
+    for tenant in {d.turn.tenant_id for d in batch}:
+
+        async def load(tenant: str = tenant) -> PrivacyPolicy:
+            return await ctx.policies.get(tenant)
+
+        policies[tenant] = await retry_until_done(load, what="reading a privacy policy", backoff=ctx.backoff)
+    out: list[Decoded] = []
+    for item in batch:
+        turn = item.turn
+        content, in_content = redact(turn.content, policies[turn.tenant_id])
+        metadata, in_metadata = redact_mapping(turn.metadata, policies[turn.tenant_id])
+        if in_content or in_metadata:
+            ctx.metrics.count_redactions(in_content + in_metadata, stage="worker")
+            item = replace(item, turn=replace(turn, content=content, metadata=metadata))
+        out.append(item)
+    return out
+
+
 async def process_batch(
     events: Sequence[faust.EventT[bytes]], stages: Sequence[SinkStage], ctx: StageContext
 ) -> None:
-    """Decode once, dead-letter rejects, then write to every stage concurrently."""
+    """Decode once, dead-letter rejects, redact, then write to every stage concurrently."""
     good, bad = decode_events(events, codec=ctx.codec, max_content_chars=ctx.max_content_chars)
+    ctx.metrics.events.labels(outcome="dead_lettered").inc(len(bad))
     for rejected in bad:
         await ctx.dead_letters.send(
             rejected.event, reason=rejected.reason, error=rejected.error, stage="decode"
         )
     if not good:
         return
+    ctx.metrics.events.labels(outcome="accepted").inc(len(good))
+    good = await redact_batch(good, ctx)
     counts = ctx.tokens.count_many([d.turn.content for d in good])
     batch = [replace(d, tokens=n) for d, n in zip(good, counts, strict=True)]
     async with asyncio.TaskGroup() as group:

@@ -13,6 +13,7 @@ log = logging.getLogger(__name__)
 
 TURNS = "memstream.turns.v1"
 DLQ = "memstream.dlq.v1"
+AUDIT = "memstream.audit.v1"
 
 #: DLQ record headers (bytes values).
 DLQ_REASON = "memstream.dlq.reason"
@@ -28,29 +29,20 @@ DLQ_FAILED_AT = "memstream.dlq.failed_at"
 class Topics:
     turns: faust.TopicT
     dlq: faust.TopicT
+    audit: faust.TopicT
 
 
 def declare_topics(app: faust.App, *, partitions: int) -> Topics:
     """Raw bytes on both: the worker decodes turns itself so a bad record reaches the DLQ
     with its original bytes and the reason, instead of crashing the stream."""
-    return Topics(
-        turns=app.topic(
-            TURNS,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
+
+    def raw(name: str, partitions: int) -> faust.TopicT:
+        return app.topic(
+            name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
             partitions=partitions,
-        ),
-        dlq=app.topic(
-            DLQ,
-            key_type=bytes,
-            value_type=bytes,
-            key_serializer="raw",
-            value_serializer="raw",
-            partitions=1,
-        ),
-    )
+        )  # fmt: skip
+
+    return Topics(turns=raw(TURNS, partitions), dlq=raw(DLQ, 1), audit=raw(AUDIT, partitions))
 
 
 async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_factor: int = 1) -> None:
@@ -62,6 +54,7 @@ async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_
         wanted = [
             NewTopic(name=TURNS, num_partitions=partitions, replication_factor=replication_factor),
             NewTopic(name=DLQ, num_partitions=1, replication_factor=replication_factor),
+            NewTopic(name=AUDIT, num_partitions=partitions, replication_factor=replication_factor),
         ]
         missing = [t for t in wanted if t.name not in existing]
         if missing:

@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, Request
-from starlette.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.responses import JSONResponse, Response
 
 from agents_gateway.models import CheckOut, ReadyOut
 from agents_gateway.state import GatewayState
@@ -61,3 +62,9 @@ async def readyz(request: Request) -> JSONResponse:
     ready = all(c.ok for c in checks.values())
     body = ReadyOut(status="ready" if ready else "not ready", checks=checks)
     return JSONResponse(body.model_dump(mode="json"), status_code=200 if ready else 503)
+
+
+@router.get("/metrics", summary="Prometheus metrics of this gateway process", include_in_schema=True)
+async def metrics(request: Request) -> Response:
+    state: GatewayState = request.app.state.gateway
+    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
-from agents_gateway.models import ErrorOut, SearchHit, SearchOut
+from agents_gateway.auth import Principal, scoped
+from agents_gateway.errors import AUTH_ERRORS
+from agents_gateway.models import SearchHit, SearchOut
 from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import GatewayState
 from sinks.postgres.queries import EpisodeScope, text_candidates, vector_candidates
+from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["search"])
 
@@ -18,26 +21,32 @@ router = APIRouter(tags=["search"])
 @router.get(
     "/v1/search",
     response_model=SearchOut,
-    responses={422: {"model": ErrorOut}, 503: {"model": ErrorOut}},
+    responses=AUTH_ERRORS,
     summary="Hybrid search of the user's episodic memory",
 )
 async def search(
     request: Request,
+    principal: Annotated[Principal, Depends(scoped("read"))],
     q: Annotated[str, Query(min_length=1, max_length=2000, description="What to look for")],
-    tenant_id: Annotated[str, Query(pattern=ID_PATTERN)],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
     project_id: Annotated[
         str | None,
         Query(pattern=ID_PATTERN, description="Also this project's memory (else all of the user's)"),
     ] = None,
     k: Annotated[int, Query(ge=1, le=100)] = 10,
+    tenant_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")
+    ] = None,
 ) -> SearchOut:
     state: GatewayState = request.app.state.gateway
     settings = state.settings
-    scope = EpisodeScope(tenant_id=tenant_id, user_id=user_id, project_id=project_id)
+    tenant = principal.check_tenant(tenant_id)
+    scope = EpisodeScope(tenant_id=tenant, user_id=user_id, project_id=project_id)
     embedding = (await state.embedder.embed([q]))[0]
     candidates = max(settings.search_candidates, k)
-    async with state.pool.connection() as conn:
+    async with tenant_transaction(
+        state.pool, tenant, agent_id=principal.agent_id, actor=principal.key_id
+    ) as conn:
         by_vector = await vector_candidates(
             conn,
             scope,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 
-from agents_gateway.models import BufferedTurn, BufferOut, ErrorOut
+from agents_gateway.auth import Principal, scoped
+from agents_gateway.errors import AUTH_ERRORS
+from agents_gateway.models import BufferedTurn, BufferOut
 from agents_gateway.state import GatewayState
 from schemas.turns import IDENTIFIER
 
@@ -17,19 +19,22 @@ ID_PATTERN = f"^{IDENTIFIER.pattern}$"
 @router.get(
     "/v1/sessions/{session_id}/buffer",
     response_model=BufferOut,
-    responses={422: {"model": ErrorOut}, 503: {"model": ErrorOut}},
+    responses=AUTH_ERRORS,
     summary="The session's recent turns, oldest first",
 )
 async def get_buffer(
     request: Request,
+    principal: Annotated[Principal, Depends(scoped("read"))],
     session_id: Annotated[str, Path(pattern=ID_PATTERN)],
-    tenant_id: Annotated[str, Query(pattern=ID_PATTERN)],
+    tenant_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")
+    ] = None,
 ) -> BufferOut:
     state: GatewayState = request.app.state.gateway
-    turns = [BufferedTurn.model_validate(t) for t in await state.buffers.read(tenant_id, session_id)]
+    tenant = principal.check_tenant(tenant_id)
+    turns = [BufferedTurn.model_validate(t) for t in await state.buffers.read(tenant, session_id)]
+    if principal.agent_id is not None:  # an agent-bound key: its own turns and shared ones
+        turns = [t for t in turns if t.shared or t.agent_id == principal.agent_id]
     return BufferOut(
-        tenant_id=tenant_id,
-        session_id=session_id,
-        turns=turns,
-        total_tokens=sum(t.tokens for t in turns),
+        tenant_id=tenant, session_id=session_id, turns=turns, total_tokens=sum(t.tokens for t in turns)
     )

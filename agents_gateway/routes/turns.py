@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
+from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import ApiError, validation_details
 from agents_gateway.models import ErrorOut, TurnBatchIn, TurnIn, TurnsAccepted
 from agents_gateway.state import GatewayState
+from memstream.privacy import PrivacyPolicy, redact, redact_mapping
 from schemas.turns import problems
 
 router = APIRouter(tags=["turns"])
@@ -67,16 +70,24 @@ def parse_turns(data: Any, *, max_batch: int) -> list[TurnIn]:
     raise ApiError(422, "invalid_turn", 'body must be a turn object or {"turns": [turn, ...]}')
 
 
-def to_records(turns: list[TurnIn], *, now: datetime) -> list[dict[str, Any]]:
-    """Avro-ready records; turns without a time get the gateway's clock, 1 µs apart, in order."""
+def to_records(turns: list[TurnIn], *, now: datetime, principal: Principal) -> list[dict[str, Any]]:
+    """Avro-ready records for the caller's tenant (and agent, for an agent-bound key); turns
+    without a time get the gateway's clock, 1 µs apart, in order."""
     records = []
     for i, turn in enumerate(turns):
         when = turn.event_time.astimezone(UTC) if turn.event_time else now + timedelta(microseconds=i)
+        agent = principal.check_agent(turn.agent_id)
+        if agent is None:
+            message = "agent_id is required (this key is not bound to an agent)"
+            raise ApiError(
+                422, "invalid_turn", f"turn {i}: {message}",
+                details=[{"loc": ["turns", str(i), "agent_id"], "msg": message, "type": "missing"}],
+            )  # fmt: skip
         records.append(
             {
                 "event_id": str(turn.event_id or uuid.uuid4()),
-                "tenant_id": turn.tenant_id,
-                "agent_id": turn.agent_id,
+                "tenant_id": principal.check_tenant(turn.tenant_id),
+                "agent_id": agent,
                 "user_id": turn.user_id,
                 "project_id": turn.project_id,
                 "session_id": turn.session_id,
@@ -87,9 +98,21 @@ def to_records(turns: list[TurnIn], *, now: datetime) -> list[dict[str, Any]]:
                 "tool_status": turn.tool_status,
                 "tags": turn.tags,
                 "metadata": turn.metadata,
+                "shared": turn.shared,
             }
         )
     return records
+
+
+def redact_records(records: list[dict[str, Any]], policy: PrivacyPolicy) -> Counter[str]:
+    """Apply the privacy filter to every record's content and metadata, in place."""
+    found: Counter[str] = Counter()
+    for record in records:
+        record["content"], in_content = redact(record["content"], policy)
+        record["metadata"], in_metadata = redact_mapping(record["metadata"], policy)
+        found.update(in_content)
+        found.update(in_metadata)
+    return found
 
 
 @router.post(
@@ -100,8 +123,11 @@ def to_records(turns: list[TurnIn], *, now: datetime) -> list[dict[str, Any]]:
     responses={
         400: {"model": ErrorOut, "description": "Malformed JSON"},
         413: {"model": ErrorOut, "description": "Body or batch too large"},
+        401: {"model": ErrorOut, "description": "No, or an invalid, API key"},
+        403: {"model": ErrorOut, "description": "Key lacks 'ingest', or a turn names another tenant/agent"},
         415: {"model": ErrorOut, "description": "Not JSON"},
         422: {"model": ErrorOut, "description": "A turn breaks the contract"},
+        429: {"model": ErrorOut, "description": "Rate limit of the key exceeded (see Retry-After)"},
         503: {
             "model": ErrorOut,
             "description": "Broker unavailable; retry with the same event ids",
@@ -109,7 +135,9 @@ def to_records(turns: list[TurnIn], *, now: datetime) -> list[dict[str, Any]]:
     },
     summary="Publish one turn or a batch",
 )
-async def post_turns(request: Request) -> TurnsAccepted:
+async def post_turns(
+    request: Request, principal: Annotated[Principal, Depends(scoped("ingest"))]
+) -> TurnsAccepted:
     state: GatewayState = request.app.state.gateway
     settings = state.settings
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -121,7 +149,7 @@ async def post_turns(request: Request) -> TurnsAccepted:
     except orjson.JSONDecodeError as exc:
         raise ApiError(400, "malformed_json", f"body is not valid JSON: {exc}") from exc
     turns = parse_turns(data, max_batch=settings.max_batch_turns)
-    records = to_records(turns, now=datetime.now(UTC))
+    records = to_records(turns, now=datetime.now(UTC), principal=principal)
     details = []
     for i, record in enumerate(records):
         for problem in problems(record, max_content_chars=settings.max_content_chars):
@@ -129,5 +157,8 @@ async def post_turns(request: Request) -> TurnsAccepted:
     if details:
         message = "; ".join(f"turn {d['loc'][1]}: {d['msg']}" for d in details)
         raise ApiError(422, "invalid_turn", message, details=details)
+    found = redact_records(records, await state.policies.get(principal.tenant_id))
+    state.metrics.count_redactions(found, stage="gateway")
     await state.producer.publish(records)
+    state.metrics.turns_accepted.inc(len(records))
     return TurnsAccepted(accepted=len(records), event_ids=[uuid.UUID(r["event_id"]) for r in records])

@@ -7,17 +7,19 @@ import contextlib
 import logging
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psycopg
 
 from memstream.errors import StackError
 from memstream.settings import Settings
 from memstream.stack.process import free_port
 from memstream.stack.state import gateway_url, read_state, with_running_stack
 from memstream.stack.supervisor import EmbeddedStack
+from sinks.postgres.api_keys import create_key
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +77,18 @@ def stack_session(settings: Settings, *, workers: int = 1) -> Iterator[StackSess
             yield StackSession(resolved, url, private=True, workers=workers)
         finally:
             stack.stop()
+
+
+def issue_key(
+    settings: Settings,
+    *,
+    tenant_id: str,
+    scopes: Sequence[str],
+    name: str,
+    rate_limit_per_s: float | None = None,
+) -> str:
+    """A fresh API key for ``tenant_id`` (made with the owner role, as `memstream keys create`)."""
+    with psycopg.connect(settings.require_owner_database_url(), autocommit=True) as conn:
+        return create_key(
+            conn, tenant_id=tenant_id, scopes=scopes, name=name, rate_limit_per_s=rate_limit_per_s
+        )

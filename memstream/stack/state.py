@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 import orjson
 from pydantic import SecretStr
@@ -25,6 +25,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
             value = value.get_secret_value()
         elif isinstance(value, bool):
             value = "true" if value else "false"
+        elif isinstance(value, tuple | list):
+            value = orjson.dumps(list(value)).decode()
         env[f"MEMSTREAM_{name.upper()}"] = str(value)
     return env
 
@@ -67,9 +69,12 @@ def with_running_stack(settings: Settings) -> Settings:
     state = read_state(settings.data_dir)
     if state is None:
         return settings
-    updates = {
-        name.removeprefix("MEMSTREAM_").lower(): value
-        for name, value in state["env"].items()
-        if name not in os.environ
-    }
+    updates: dict[str, object] = {}
+    for variable, value in state["env"].items():
+        name = variable.removeprefix("MEMSTREAM_").lower()
+        if variable in os.environ or name not in Settings.model_fields:
+            continue
+        # Collections travel as JSON, as pydantic-settings reads them from the environment.
+        collection = get_origin(Settings.model_fields[name].annotation) in (tuple, list)
+        updates[name] = orjson.loads(value) if collection else value
     return Settings(**{**settings.model_dump(), **updates})

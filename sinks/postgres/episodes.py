@@ -1,7 +1,8 @@
-"""The episodic-memory sink: one embedded, full-text-indexed row per turn."""
+"""The episodic-memory sink: one embedded, full-text-indexed row per turn, audited."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,46 +13,32 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from schemas.turns import Turn
+from sinks.postgres.audit import append_audit
 from sinks.postgres.staging import StagedInsert
+from sinks.postgres.tenancy import act_as
 
-EPISODES = StagedInsert(
-    table="episodes",
-    columns=(
-        "tenant_id",
-        "event_id",
-        "agent_id",
-        "user_id",
-        "project_id",
-        "session_id",
-        "role",
-        "content",
-        "token_count",
-        "importance",
-        "tags",
-        "metadata",
-        "embedding",
-        "embedding_model",
-        "embedding_dim",
-        "created_at",
-    ),
-    types=(
-        "text",
-        "uuid",
-        "text",
-        "text",
-        "text",
-        "text",
-        "text",
-        "text",
-        "int4",
-        "float4",
-        "text[]",
-        "jsonb",
-        "vector",
-        "text",
-        "int4",
-        "timestamptz",
-    ),
+EPISODES = StagedInsert.of(
+    "episodes",
+    [
+        ("tenant_id", "text"),
+        ("event_id", "uuid"),
+        ("agent_id", "text"),
+        ("user_id", "text"),
+        ("project_id", "text"),
+        ("session_id", "text"),
+        ("role", "text"),
+        ("content", "text"),
+        ("token_count", "int4"),
+        ("importance", "float4"),
+        ("tags", "text[]"),
+        ("metadata", "jsonb"),
+        ("shared", "bool"),
+        ("embedding", "vector"),
+        ("embedding_model", "text"),
+        ("embedding_dim", "int4"),
+        ("created_at", "timestamptz"),
+    ],
+    time_column="created_at",
 )
 
 DEFAULT_IMPORTANCE = 0.5
@@ -64,29 +51,38 @@ class Episode:
     token_count: int
 
 
+def _row(e: Episode, model: str) -> tuple[Any, ...]:
+    t = e.turn
+    return (
+        t.tenant_id, t.event_id, t.agent_id, t.user_id, t.project_id, t.session_id, t.role, t.content,
+        e.token_count, DEFAULT_IMPORTANCE, list(t.tags), Jsonb(dict(t.metadata)), t.shared, e.embedding,
+        model, int(e.embedding.shape[0]), t.event_time,
+    )  # fmt: skip
+
+
 async def upsert_episodes(
     conn: psycopg.AsyncConnection[Any], episodes: Sequence[Episode], *, model: str
-) -> int:
-    """Insert episodes keyed by (tenant, event id); existing ones are left alone."""
-    rows = (
-        (
-            e.turn.tenant_id,
-            e.turn.event_id,
-            e.turn.agent_id,
-            e.turn.user_id,
-            e.turn.project_id,
-            e.turn.session_id,
-            e.turn.role,
-            e.turn.content,
-            e.token_count,
-            DEFAULT_IMPORTANCE,
-            list(e.turn.tags),
-            Jsonb(dict(e.turn.metadata)),
-            e.embedding,
-            model,
-            int(e.embedding.shape[0]),
-            e.turn.event_time,
-        )
-        for e in episodes
-    )
-    return await EPISODES.write(conn, rows)
+) -> dict[str, list[uuid.UUID]]:
+    """Insert episodes keyed by (tenant, event id); existing ones (and erased users') are left
+    alone. Each tenant's new memory is recorded in its audit log in the same transaction.
+    Returns the event ids inserted, per tenant."""
+    rows = (_row(e, model) for e in episodes)
+    agents: dict[uuid.UUID, str] = {e.turn.event_id: e.turn.agent_id for e in episodes}
+    async with conn.transaction():
+        inserted = await EPISODES.write(conn, rows)
+        for tenant, ids in inserted.items():
+            await act_as(conn, tenant, actor="worker")
+            await append_audit(
+                conn,
+                tenant_id=tenant,
+                actor="worker",
+                action="memory.insert",
+                detail={
+                    "memory_type": "episodic",
+                    "count": len(ids),
+                    "event_ids": [str(i) for i in ids],
+                    "agents": sorted({agents[i] for i in ids}),
+                    "embedding_model": model,
+                },
+            )
+    return inserted

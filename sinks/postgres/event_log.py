@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,72 +12,44 @@ from psycopg.types.json import Jsonb
 from schemas.turns import Turn
 from sinks.postgres.staging import StagedInsert
 
-EVENT_LOG = StagedInsert(
-    table="event_log",
-    columns=(
-        "tenant_id",
-        "event_id",
-        "agent_id",
-        "user_id",
-        "project_id",
-        "session_id",
-        "role",
-        "content",
-        "event_time",
-        "tool_name",
-        "tool_status",
-        "tags",
-        "metadata",
-        "schema_id",
-        "source_topic",
-        "source_partition",
-        "source_offset",
-    ),
-    types=(
-        "text",
-        "uuid",
-        "text",
-        "text",
-        "text",
-        "text",
-        "text",
-        "text",
-        "timestamptz",
-        "text",
-        "text",
-        "text[]",
-        "jsonb",
-        "int4",
-        "text",
-        "int4",
-        "int8",
-    ),
+EVENT_LOG = StagedInsert.of(
+    "event_log",
+    [
+        ("tenant_id", "text"),
+        ("event_id", "uuid"),
+        ("agent_id", "text"),
+        ("user_id", "text"),
+        ("project_id", "text"),
+        ("session_id", "text"),
+        ("role", "text"),
+        ("content", "text"),
+        ("event_time", "timestamptz"),
+        ("tool_name", "text"),
+        ("tool_status", "text"),
+        ("tags", "text[]"),
+        ("metadata", "jsonb"),
+        ("shared", "bool"),
+        ("schema_id", "int4"),
+        ("source_topic", "text"),
+        ("source_partition", "int4"),
+        ("source_offset", "int8"),
+    ],
+    time_column="event_time",
     order_by=("source_partition", "source_offset"),
 )
 
 
 def _row(t: Turn) -> tuple[Any, ...]:
     return (
-        t.tenant_id,
-        t.event_id,
-        t.agent_id,
-        t.user_id,
-        t.project_id,
-        t.session_id,
-        t.role,
-        t.content,
-        t.event_time,
-        t.tool_name,
-        t.tool_status,
-        list(t.tags),
-        Jsonb(dict(t.metadata)),
-        t.schema_id,
-        t.topic,
-        t.partition,
-        t.offset,
-    )
+        t.tenant_id, t.event_id, t.agent_id, t.user_id, t.project_id, t.session_id, t.role,
+        t.content, t.event_time, t.tool_name, t.tool_status, list(t.tags), Jsonb(dict(t.metadata)),
+        t.shared, t.schema_id, t.topic, t.partition, t.offset,
+    )  # fmt: skip
 
 
-async def append_events(conn: psycopg.AsyncConnection[Any], turns: Sequence[Turn]) -> int:
-    """Append turns to the event log; a turn already there is skipped. Returns rows added."""
+async def append_events(
+    conn: psycopg.AsyncConnection[Any], turns: Sequence[Turn]
+) -> dict[str, list[uuid.UUID]]:
+    """Append turns to the event log; a turn already there, or of an erased user, is
+    skipped. Returns the event ids added, per tenant."""
     return await EVENT_LOG.write(conn, (_row(t) for t in turns))

@@ -23,7 +23,14 @@ _LOCK_KEY = 0x6D656D73  # "mems"
 APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "event_log": ("SELECT", "INSERT"),
     "episodes": ("SELECT", "INSERT"),
+    "erasures": ("SELECT",),
+    "audit_log": ("SELECT", "INSERT"),
+    "audit_outbox": ("SELECT", "DELETE"),
+    "permission_rules": ("SELECT", "INSERT", "DELETE"),
+    "tenant_settings": ("SELECT", "INSERT", "UPDATE"),
 }
+#: SECURITY DEFINER functions the app role may call (EXECUTE is revoked from PUBLIC).
+APP_FUNCTIONS = ("memstream_erase_user(text)", "memstream_api_key(text)")
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ def grant_app_role(conn: psycopg.Connection[tuple[object, ...]], role: str) -> N
                 sql.SQL(", ").join(sql.SQL(p) for p in privileges), sql.Identifier(table), ident
             )
         )
+    for function in APP_FUNCTIONS:
+        conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), ident))
 
 
 async def check_schema(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:

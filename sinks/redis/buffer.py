@@ -58,6 +58,7 @@ def to_entry(turn: Turn, tokens: int) -> BufferEntry:
         "event_time": turn.event_time.isoformat(),
         "tool_name": turn.tool_name,
         "tool_status": turn.tool_status,
+        "shared": turn.shared,
         "tokens": tokens,
     }
     return BufferEntry(
@@ -117,6 +118,18 @@ class SessionBuffers:
                 await self._append(keys=keys, args=args, client=pipe)
             sizes = await pipe.execute()
         return {s: int(n) for s, n in zip(sessions, sizes, strict=True)}
+
+    async def forget(self, tenant_id: str, session_ids: Sequence[str]) -> int:
+        """Delete the buffers (and trim marks) of these sessions; returns how many existed."""
+        deleted = 0
+        for session_id in session_ids:  # one slot per session: no multi-key DEL across slots
+            deleted += int(
+                await self.client.delete(
+                    buffer_key(tenant_id, session_id), trim_mark_key(tenant_id, session_id)
+                )
+                > 0
+            )
+        return deleted
 
     async def read(self, tenant_id: str, session_id: str) -> list[dict[str, Any]]:
         """The session's buffered turns, oldest first."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from sinks.postgres.erasure import erased_users, lock_users
+from sinks.postgres.tenancy import act_as
 from sinks.redis.buffer import BufferEntry, to_entry
 from streams.decoding import Decoded
 from streams.resources import PipelineResources
@@ -18,7 +20,21 @@ class BufferStage(SinkStage):
         self.resources = resources
 
     async def write(self, batch: Sequence[Decoded]) -> None:
-        by_session: dict[tuple[str, str], list[BufferEntry]] = defaultdict(list)
+        by_tenant: dict[str, list[Decoded]] = defaultdict(list)
         for item in batch:
-            by_session[item.turn.session_key].append(to_entry(item.turn, item.tokens))
-        await self.resources.buffers.append(by_session)
+            by_tenant[item.turn.tenant_id].append(item)
+        # Holding the users' shared locks while Redis is written: an erasure waits for this
+        # batch, then deletes the buffers; later batches see its tombstone.
+        async with self.resources.pool.connection() as conn, conn.transaction():
+            by_session: dict[tuple[str, str], list[BufferEntry]] = defaultdict(list)
+            for tenant, items in sorted(by_tenant.items()):
+                await act_as(conn, tenant, actor="worker")
+                users = {d.turn.user_id for d in items}
+                await lock_users(conn, tenant, users)
+                erased = await erased_users(conn, tenant, users)
+                for item in items:
+                    turn = item.turn
+                    if turn.user_id in erased and turn.event_time <= erased[turn.user_id]:
+                        continue
+                    by_session[turn.session_key].append(to_entry(turn, item.tokens))
+            await self.resources.buffers.append(by_session)

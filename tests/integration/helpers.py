@@ -55,7 +55,7 @@ async def post_turns(gateway: httpx.AsyncClient, turns: list[dict[str, Any]]) ->
 
 def count_rows(stack: RunningStack, table: str, tenant: str) -> int:
     assert table in {"episodes", "event_log"}
-    with stack.db() as conn:
+    with stack.db(tenant) as conn:
         query = {
             "episodes": "SELECT count(*) FROM episodes WHERE tenant_id = %s",
             "event_log": "SELECT count(*) FROM event_log WHERE tenant_id = %s",

@@ -40,12 +40,12 @@ async def test_malformed_bodies(gateway: httpx.AsyncClient, body: bytes, status:
 @pytest.mark.parametrize(
     ("change", "fragment"),
     [
-        ({"tenant_id": None}, "tenant_id"),
+        ({"agent_id": None}, "agent_id is required"),
         ({"session_id": None}, "session_id"),
         ({"content": ""}, "content must be a non-empty string"),
         ({"content": 42}, "content"),
         ({"role": "robot"}, "role"),
-        ({"tenant_id": "a b"}, "tenant_id must be"),
+        ({"agent_id": "a b"}, "agent_id must be"),
         ({"event_time": "yesterday"}, "event_time must be an ISO 8601"),
         ({"event_time": "2026-11-30T09:00:00"}, "timezone"),
         ({"event_id": "not-a-uuid"}, "UUID"),
@@ -67,6 +67,15 @@ async def test_each_bad_field_gets_a_precise_422(
     error = response.json()["error"]
     assert fragment in error["message"]
     assert error["details"]
+
+
+@pytest.mark.parametrize("claimed", ["someone-else", "a b", "t{1}"])
+async def test_a_turn_naming_another_tenant_is_refused(
+    gateway: httpx.AsyncClient, tenant: str, claimed: str
+) -> None:
+    response = await gateway.post("/v1/turns", json=good(tenant, tenant_id=claimed))
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "wrong_tenant"
 
 
 async def test_oversize_content_and_payload(
@@ -111,7 +120,7 @@ async def test_reads_validate_their_parameters(gateway: httpx.AsyncClient) -> No
         await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u", "q": "x", "k": 0})
     ).status_code == 422
     assert (await gateway.get("/v1/sessions/s 1/buffer", params={"tenant_id": "t"})).status_code == 422
-    assert (await gateway.get("/v1/sessions/s1/buffer")).status_code == 422
+    assert (await gateway.get("/v1/sessions/s1/buffer", params={"tenant_id": "t t"})).status_code == 422
 
 
 async def dlq_records(stack: RunningStack, marker: bytes) -> list[Any]:

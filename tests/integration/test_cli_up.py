@@ -87,8 +87,15 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
             [sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT
         )
         wait_ready(up, url, log_path)
+        created = subprocess.run(
+            [sys.executable, "-m", "memstream", "keys", "create", "--tenant", "demo", "--scopes", "read"],
+            env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        key = created.stdout.strip()
         hits = httpx.get(
-            f"{url}/v1/search", params={"tenant_id": "demo", "user_id": user[1], "q": "dark mode"}
+            f"{url}/v1/search",
+            params={"user_id": user[1], "q": "dark mode"},
+            headers={"authorization": f"Bearer {key}"},
         ).json()
         assert any("dark mode" in h["content"] for h in hits["hits"]), "memory did not survive the restart"
         stop(up)

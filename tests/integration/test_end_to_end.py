@@ -95,7 +95,7 @@ async def test_worker_killed_mid_stream_loses_and_duplicates_nothing(
     await eventually(lambda: counts(stack, tenant) == (TOTAL, TOTAL), timeout_s=90)
     await asyncio.sleep(2)  # let any redelivered batch land, then count again
     assert counts(stack, tenant) == (TOTAL, TOTAL)
-    with stack.db() as conn:
+    with stack.db(tenant) as conn:
         row = conn.execute(
             "SELECT count(DISTINCT event_id), count(DISTINCT session_id) FROM episodes WHERE tenant_id = %s",
             (tenant,),

@@ -48,13 +48,14 @@ async def test_redelivered_batches_never_duplicate(stack: RunningStack, tenant: 
     turns = [make_turn(tenant, n) for n in range(10)]
     episodes = [Episode(t, np.full(4, 0.5, dtype=np.float32), 3) for t in turns]
     async with await app_connection(stack) as conn:
-        assert await append_events(conn, turns) == 10
-        assert await append_events(conn, [*turns[5:], make_turn(tenant, 10)]) == 1
-        assert await upsert_episodes(conn, episodes, model="test/m@4") == 10
-        assert await upsert_episodes(conn, episodes + episodes[:2], model="test/m@4") == 0
+        assert len((await append_events(conn, turns))[tenant]) == 10
+        newcomer = make_turn(tenant, 10)
+        assert await append_events(conn, [*turns[5:], newcomer]) == {tenant: [newcomer.event_id]}
+        assert len((await upsert_episodes(conn, episodes, model="test/m@4"))[tenant]) == 10
+        assert await upsert_episodes(conn, episodes + episodes[:2], model="test/m@4") == {}
     assert count_rows(stack, "event_log", tenant) == 11
     assert count_rows(stack, "episodes", tenant) == 10
-    with stack.db() as conn:
+    with stack.db(tenant) as conn:
         rows = conn.execute(
             "SELECT source_offset FROM event_log WHERE tenant_id = %s ORDER BY seq", (tenant,)
         ).fetchall()
@@ -81,15 +82,15 @@ async def test_same_event_id_in_two_tenants_is_two_events(stack: RunningStack, t
 async def test_the_event_log_cannot_be_rewritten(stack: RunningStack, tenant: str, statement: str) -> None:
     async with await app_connection(stack) as conn:
         await append_events(conn, [make_turn(tenant, 1)])
-    with stack.db() as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+    with stack.db(tenant) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement, (tenant,))  # the app role has no such privilege
     with (
-        stack.owner_db() as conn,
+        stack.owner_db(tenant) as conn,
         pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"),
     ):
         conn.execute(statement, (tenant,))  # and the trigger refuses even the owner
     with (
-        stack.owner_db() as conn,
+        stack.owner_db(tenant) as conn,
         pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"),
     ):
         conn.execute("TRUNCATE event_log")
@@ -121,7 +122,7 @@ async def test_vectors_record_their_model_and_dimension(stack: RunningStack, ten
             [Episode(make_turn(tenant, 1), np.ones(3, dtype=np.float32) / 3**0.5, 2)],
             model="test/m@3",
         )
-    with stack.db() as conn:
+    with stack.db(tenant) as conn:
         row = conn.execute(
             "SELECT embedding_model, embedding_dim, vector_dims(embedding), token_count, tsv::text"
             " FROM episodes WHERE tenant_id = %s",

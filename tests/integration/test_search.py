@@ -92,7 +92,7 @@ async def test_expired_rows_are_never_served(
         tenant,
         [{"content": "temporary access code rotation"}, {"content": "permanent rule"}],
     )
-    with stack.owner_db() as conn:
+    with stack.owner_db(tenant) as conn:
         conn.execute(
             "UPDATE episodes SET expires_at = now() - interval '1 second' WHERE event_id = %s",
             (ids[0],),
@@ -130,7 +130,7 @@ async def test_hostile_query_text_is_just_text(
     for q in ["'; DROP TABLE episodes; --", "a & b | !c <-> (d", "%s %(tenant_id)s", "\\x00"]:
         response = await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q})
         assert response.status_code == 200
-    with stack.db() as conn:
+    with stack.db(tenant) as conn:
         assert conn.execute("SELECT count(*) FROM episodes WHERE tenant_id = %s", (tenant,)).fetchone() == (
             1,
         )
@@ -152,6 +152,7 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
     try:
         async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
             await register_vector_async(conn)
+            await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
             exact = await vector_candidates(
                 conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="exact"
             )

@@ -13,6 +13,7 @@ from memstream.tokens import TokenCounter
 from schemas.codec import turn_event_codec
 from schemas.turns import Turn
 from streams.decoding import Decoded
+from streams.metrics import WorkerMetrics
 from streams.retry import Backoff
 from streams.stage import SinkStage, StageContext, write_isolating
 
@@ -63,6 +64,8 @@ async def test_one_poison_event_is_dead_lettered_and_the_rest_written() -> None:
     ctx = StageContext(
         codec=turn_event_codec(),
         tokens=TokenCounter(),
+        policies=None,  # type: ignore[arg-type]  # write_isolating does not redact
+        metrics=WorkerMetrics(),
         dead_letters=dead,  # type: ignore[arg-type]
         backoff=Backoff(initial_s=0.001, max_s=0.001),
         max_events=10,

@@ -1,0 +1,45 @@
+"""The tenant's own settings: its privacy policy."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from agents_gateway.auth import Principal, scoped
+from agents_gateway.errors import AUTH_ERRORS
+from agents_gateway.models import PrivacyPolicyIO
+from agents_gateway.state import GatewayState
+from memstream.privacy import PrivacyPolicy
+from sinks.postgres.audit import append_audit
+from sinks.postgres.tenancy import tenant_transaction
+from sinks.postgres.tenant_settings import get_policy, put_policy
+
+router = APIRouter(tags=["tenant"], responses=AUTH_ERRORS)
+
+
+@router.get("/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="What is redacted beyond secrets")
+async def read_privacy(
+    request: Request, principal: Annotated[Principal, Depends(scoped("read"))]
+) -> PrivacyPolicyIO:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id) as conn:
+        policy = await get_policy(conn, principal.tenant_id)
+    return PrivacyPolicyIO(**policy.__dict__)
+
+
+@router.put(
+    "/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="Redact e-mail and/or phone numbers"
+)
+async def write_privacy(
+    request: Request, body: PrivacyPolicyIO, principal: Annotated[Principal, Depends(scoped("admin"))]
+) -> PrivacyPolicyIO:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        await put_policy(conn, principal.tenant_id, PrivacyPolicy(**body.model_dump()))
+        await append_audit(
+            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="privacy.policy.update",
+            detail=body.model_dump(),
+        )  # fmt: skip
+    state.policies.forget(principal.tenant_id)
+    return body

@@ -1,0 +1,40 @@
+"""Row-level security context: which tenant (and agent) a transaction acts for.
+
+Every tenant-owned table's policies read ``app.tenant_id`` (and ``app.agent_id``);
+they are set with ``set_config(..., true)``, i.e. for the current transaction only, so
+a pooled connection never carries one tenant's setting into another's request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+_SET = (
+    "SELECT set_config('app.tenant_id', %s, true), set_config('app.agent_id', %s, true),"
+    " set_config('app.actor', %s, true)"
+)
+
+
+async def act_as(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, *, agent_id: str | None = None, actor: str = ""
+) -> None:
+    """Switch the current transaction to ``tenant_id`` (and ``agent_id``, if the caller is
+    bound to one). Must be called inside a transaction."""
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        raise RuntimeError("act_as() outside a transaction would leak the tenant into the pool")
+    await conn.execute(_SET, (tenant_id, agent_id or "", actor))
+
+
+@asynccontextmanager
+async def tenant_transaction(
+    pool: AsyncConnectionPool, tenant_id: str, *, agent_id: str | None = None, actor: str = ""
+) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A pooled connection in a transaction acting for one tenant."""
+    async with pool.connection() as conn, conn.transaction():
+        await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
+        yield conn

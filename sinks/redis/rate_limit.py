@@ -1,0 +1,29 @@
+"""Rate limiting per API key: a token bucket in Redis, shared by every gateway process."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib import resources
+
+import redis.asyncio as aioredis
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    retry_after_s: float
+
+
+class RateLimiter:
+    def __init__(self, client: aioredis.Redis) -> None:
+        self.client = client
+        self._script = client.register_script(
+            resources.files("sinks.redis").joinpath("rate_limit.lua").read_text()
+        )
+
+    async def take(self, key_id: str, *, rate_per_s: float, burst: float) -> Verdict:
+        allowed, wait = await self._script(
+            keys=[f"ms:rl:{{{key_id}}}"], args=[rate_per_s, burst, f"{time.time():.6f}"]
+        )
+        return Verdict(bool(int(allowed)), float(wait))
