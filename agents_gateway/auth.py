@@ -89,10 +89,11 @@ class Authenticator:
             raise _unauthorized("unknown API key")
         if record.revoked:
             raise _unauthorized("this API key has been revoked")
-        rate = record.rate_limit_per_s or self.settings.rate_limit_per_s
-        verdict = await self.limiter.take(
-            key_id, rate_per_s=rate, burst=max(rate, self.settings.rate_limit_burst)
-        )
+        if record.rate_limit_per_s is not None:  # the key's own limit: a burst of one second's worth
+            rate, burst = record.rate_limit_per_s, max(1.0, record.rate_limit_per_s)
+        else:
+            rate, burst = self.settings.rate_limit_per_s, self.settings.rate_limit_burst
+        verdict = await self.limiter.take(key_id, rate_per_s=rate, burst=burst)
         if not verdict.allowed:
             wait = max(1, math.ceil(verdict.retry_after_s))
             raise ApiError(
