@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import pwd
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +46,23 @@ def as_user(user: str | None) -> dict[str, Any]:
         return {}
     entry = pwd.getpwnam(user)
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _parent_death_hook(sig: signal.Signals) -> Callable[[], None] | None:
+    """A preexec hook that asks Linux to send ``sig`` to the child when we die, so that even
+    a SIGKILLed ``memstream up`` (or test session) leaves no server running.
+
+    Linux ties this to the *thread* that forked: start children from a long-lived thread
+    (the main one), never from a worker thread that may exit first."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved before fork, called after
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, int(sig))
+
+    return hook
 
 
 def wait_for(check: Callable[[], bool], *, what: str, timeout_s: float, interval_s: float = 0.05) -> None:
@@ -96,6 +115,7 @@ class ManagedProcess:
                 # Its own process group: Ctrl-C reaches the supervisor, which stops
                 # children in order instead of every process dying at once.
                 start_new_session=True,
+                preexec_fn=_parent_death_hook(self.stop_signal),
             )
         except OSError as exc:
             raise StackError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
