@@ -19,6 +19,7 @@ from memstream.errors import MemstreamError
 
 VectorIndex = Literal["exact", "hnsw"]
 EmbeddingProviderName = Literal["auto", "local", "gemini"]
+LLMProviderName = Literal["auto", "offline", "gemini"]
 
 
 class Settings(BaseSettings):
@@ -84,6 +85,17 @@ class Settings(BaseSettings):
     gemini_embedding_model: str = "gemini-embedding-001"
     gemini_embedding_dim: int = 768
     vector_index: VectorIndex = "exact"
+
+    # --- LLM (fact extraction, summaries, compaction) ------------------------------------
+    llm_provider: LLMProviderName = Field(
+        default="auto", description="auto: Gemini when a key is set, else the offline fallback"
+    )
+    gemini_model: str = "gemini-2.5-flash"
+    llm_max_concurrency: int = Field(default=4, ge=1, description="Concurrent LLM calls per process.")
+    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_max_attempts: int = Field(default=4, ge=1, description="Tries per call on 429/5xx/timeouts.")
+    llm_retry_initial_s: float = Field(default=0.5, gt=0)
+    llm_retry_max_s: float = Field(default=8.0, gt=0)
     text_search_config: str = "english"
 
     # --- the gateway ----------------------------------------------------------------------

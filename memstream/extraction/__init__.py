@@ -1,0 +1,1 @@
+"""Fact extraction: turning conversation turns into scoped, versionable facts."""

@@ -1,0 +1,1 @@
+"""LLM providers: one interface (``base.py``), one file per provider (Gemini)."""

@@ -1,0 +1,1 @@
+"""Summarisation: rolling session summaries and the compaction of old episodes."""
