@@ -16,14 +16,15 @@ from agents_gateway.errors import install_error_handlers
 from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.producer import TurnProducer
-from agents_gateway.routes import health, permissions, search, sessions, tenant, turns, users
+from agents_gateway.routes import health, memory, permissions, search, sessions, tenant, turns, users
 from agents_gateway.state import GatewayState
 from memstream.embedder import build_embedder
+from memstream.extraction.factory import describe_models
 from memstream.settings import Settings
 from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
-from sinks.redis.buffer import SessionBuffers
+from sinks.redis.buffer import session_buffers
 from sinks.redis.rate_limit import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -47,13 +48,12 @@ def create_app(settings: Settings) -> FastAPI:
             producer=producer,
             pool=pool,
             redis=client,
-            buffers=SessionBuffers(
-                client, max_turns=settings.buffer_max_turns, max_tokens=settings.buffer_max_tokens
-            ),
+            buffers=session_buffers(client, settings),
             embedder=embedder,
             auth=Authenticator(pool, RateLimiter(client), settings),
             policies=PolicyCache(pool),
             metrics=GatewayMetrics(),
+            memory_models=describe_models(settings),
         )
         try:
             yield
@@ -74,7 +74,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for module in (turns, sessions, search, permissions, tenant, users, health):
+    for module in (turns, sessions, search, memory, permissions, tenant, users, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

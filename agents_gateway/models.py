@@ -96,11 +96,23 @@ class BufferedTurn(BaseModel):
     tokens: int
 
 
+class RollingSummaryOut(BaseModel):
+    text: str
+    summarizer: str
+    through: datetime = Field(description="Event time of the newest turn folded into the summary.")
+    turns: int = Field(description="Turns folded in so far.")
+    calls: int = Field(description="Summariser calls so far.")
+    input_tokens: int
+    output_tokens: int
+
+
 class BufferOut(BaseModel):
     tenant_id: str
     session_id: str
-    turns: list[BufferedTurn]
-    total_tokens: int
+    summary: RollingSummaryOut | None = Field(description="The rolling summary of older turns.")
+    pending: list[BufferedTurn] = Field(description="Turns beyond the window, not yet folded in.")
+    turns: list[BufferedTurn] = Field(description="The window: the newest turns, oldest first.")
+    total_tokens: int = Field(description="Tokens of the window's turns.")
 
 
 class SearchHit(BaseModel):
@@ -178,9 +190,7 @@ class RuleIn(BaseModel):
     project_id: Identifier | None = Field(default=None, description="Omit for a global (tier 3) rule.")
     tool: StrictStr = Field(min_length=1, max_length=128)
     effect: Literal["ALLOW", "BLOCK"]
-    pattern: StrictStr = Field(
-        min_length=1, max_length=512, description="RE2 syntax, searched in the command."
-    )
+    pattern: StrictStr = Field(min_length=1, max_length=512, description="RE2 syntax, searched in the command.")
     position: int = Field(default=0, ge=-1_000_000, le=1_000_000)
     description: StrictStr = Field(default="", max_length=1000)
 
@@ -214,3 +224,110 @@ class ErasureOut(BaseModel):
     events: int
     sessions: int
     buffers: int
+
+
+class FactOut(BaseModel):
+    fact_id: uuid.UUID
+    user_id: str
+    agent_id: str
+    session_id: str
+    project_id: str | None
+    scope: Literal["global", "project", "session"]
+    entity: str
+    category: str
+    summary: str
+    importance: float
+    version: int
+    valid_from: datetime
+    valid_to: datetime | None = Field(description="Null while current.")
+    superseded_by: uuid.UUID | None
+    change_reason: str
+    source_event_id: uuid.UUID
+    sources: list[uuid.UUID] = Field(description="Every event that stated it (merged duplicates).")
+    extractor: str
+
+
+class FactsOut(BaseModel):
+    user_id: str
+    at: datetime | None
+    facts: list[FactOut]
+
+
+class NeighborOut(BaseModel):
+    entity: str
+    depth: int
+    path: list[str] = Field(description='The shortest path found, as "subject -predicate-> object" hops.')
+
+
+class NeighborsOut(BaseModel):
+    entity: str
+    depth: int
+    direction: Literal["out", "in", "both"]
+    neighbors: list[NeighborOut]
+
+
+class SkillOut(BaseModel):
+    skill_id: uuid.UUID
+    name: str
+    description: str
+    steps: list[str]
+    attempts: int
+    successes: int
+    success_rate: float = Field(description="Smoothed: (successes + 1) / (attempts + 2).")
+    similarity: float
+    score: float
+    last_used_at: datetime | None
+    last_feedback: str | None
+
+
+class SkillsOut(BaseModel):
+    task: str
+    skills: list[SkillOut]
+
+
+class ToolEventIn(BaseModel):
+    """The outcome of a tool call or of a whole skill (e.g. a deploy), for procedural memory."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    event_id: uuid.UUID | None = None
+    agent_id: Identifier | None = None
+    user_id: Identifier
+    session_id: Identifier
+    project_id: Identifier | None = None
+    skill: StrictStr = Field(min_length=1, max_length=128, description="What was attempted, e.g. 'deploy'.")
+    tool_name: StrictStr | None = Field(default=None, max_length=128)
+    status: Literal["success", "failure"]
+    feedback: StrictStr | None = Field(default=None, max_length=4000, description="What went wrong, or advice.")
+    steps: list[StrictStr] = Field(default_factory=list, max_length=50)
+    shared: bool = True
+    event_time: datetime | None = None
+
+    @field_validator("event_id", mode="before")
+    @classmethod
+    def _uuid_from_json(cls, value: Any) -> Any:
+        return TurnIn._uuid_from_json(value)
+
+    @field_validator("event_time", mode="before")
+    @classmethod
+    def _time_from_json(cls, value: Any) -> Any:
+        return TurnIn._time_from_json(value)
+
+
+class RetentionIO(BaseModel):
+    """The tenant's retention policy; null switches a rule off."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    compact_after_days: int | None = Field(default=None, ge=1)
+    min_importance: float | None = Field(default=None, ge=0, le=1)
+    max_age_days: int | None = Field(default=None, ge=1)
+    max_per_user: int | None = Field(default=None, ge=1)
+    unaccessed_days: int | None = Field(default=None, ge=1)
+    decay_half_life_days: float | None = Field(default=None, gt=0)
+
+
+class ForgetPreviewOut(BaseModel):
+    policy: RetentionIO
+    by_rule: dict[str, int]
+    would_forget: list[uuid.UUID]

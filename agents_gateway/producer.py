@@ -26,9 +26,7 @@ class TurnProducer:
     """A lazily (re)started aiokafka producer: a broker that is down at start-up is
     retried on the next request instead of failing the gateway."""
 
-    def __init__(
-        self, bootstrap_servers: str, *, codec: AvroCodec, timeout_s: float, max_request_bytes: int
-    ) -> None:
+    def __init__(self, bootstrap_servers: str, *, codec: AvroCodec, timeout_s: float, max_request_bytes: int) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.codec = codec
         self.timeout_s = timeout_s

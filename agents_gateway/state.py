@@ -27,3 +27,5 @@ class GatewayState:
     auth: Authenticator
     policies: PolicyCache
     metrics: GatewayMetrics
+    #: What extracts facts and writes summaries (for /readyz): Gemini, or the offline fallback.
+    memory_models: str

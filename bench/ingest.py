@@ -72,9 +72,7 @@ async def post_one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) ->
     raise RuntimeError("the gateway kept answering 503")
 
 
-async def post_all(
-    url: str, bodies: list[dict[str, Any]], *, api_key: str, concurrency: int, rate: float
-) -> float:
+async def post_all(url: str, bodies: list[dict[str, Any]], *, api_key: str, concurrency: int, rate: float) -> float:
     """Post every body with at most ``concurrency`` requests in flight; with ``rate`` > 0,
     pace the sends so turns go out at ``rate`` per second (an open-loop load, for latency)."""
     gate = asyncio.Semaphore(concurrency)
@@ -105,9 +103,7 @@ async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, r
     codec = turn_event_codec()
     tenant = bodies[0]["turns"][0]["tenant_id"]
     principal = Principal(key_id="bench", tenant_id=tenant, agent_id=None, scopes=frozenset({"ingest"}))
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, enable_idempotence=False
-    )
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, enable_idempotence=False)
     await producer.start()
     started = time.time()
     clock = time.monotonic()
@@ -118,9 +114,7 @@ async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, r
                 await asyncio.sleep(max(0.0, clock + sent / rate - time.monotonic()))
             turns = [TurnIn.model_validate(t) for t in body["turns"]]
             futures = [
-                await producer.send(
-                    TURNS, key=turn_key(r["tenant_id"], r["session_id"]), value=codec.encode(r)
-                )
+                await producer.send(TURNS, key=turn_key(r["tenant_id"], r["session_id"]), value=codec.encode(r))
                 for r in to_records(turns, now=datetime.now(UTC), principal=principal)
             ]
             await asyncio.gather(*futures)
@@ -145,9 +139,7 @@ def wait_durable(database_url: str, tenant: str, turns: int, *, timeout_s: float
             if episodes >= turns and events >= turns:
                 break
             if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"only {episodes} episodes / {events} events of {turns} after {timeout_s} s"
-                )
+                raise TimeoutError(f"only {episodes} episodes / {events} events of {turns} after {timeout_s} s")
             time.sleep(0.2)
         stats = conn.execute(
             "SELECT extract(epoch FROM max(ingested_at)),"

@@ -80,9 +80,7 @@ async def time_queries(
         await register_vector_async(conn)
         for vector in vectors:
             started = time.perf_counter()
-            rows = await vector_candidates(
-                conn, scope, vector, model=embedder.model_name, limit=k, strategy=strategy
-            )
+            rows = await vector_candidates(conn, scope, vector, model=embedder.model_name, limit=k, strategy=strategy)
             latencies.append((time.perf_counter() - started) * 1000)
             results.append([r["event_id"] for r in rows])
     return latencies, results
@@ -111,19 +109,13 @@ async def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
             conn.execute("VACUUM ANALYZE episodes")
         ensure_vector_index(owner, strategy="exact", model=embedder.model_name, dim=embedder.dim)
         await time_queries(url, embedder, user="heavy", strategy="exact", queries=queries[:5], k=args.k)
-        exact_ms, exact = await time_queries(
-            url, embedder, user="heavy", strategy="exact", queries=queries, k=args.k
-        )
+        exact_ms, exact = await time_queries(url, embedder, user="heavy", strategy="exact", queries=queries, k=args.k)
         built = time.perf_counter()
         ensure_vector_index(owner, strategy="hnsw", model=embedder.model_name, dim=embedder.dim)
         build_s = time.perf_counter() - built
         await time_queries(url, embedder, user="heavy", strategy="hnsw", queries=queries[:5], k=args.k)
-        hnsw_ms, hnsw = await time_queries(
-            url, embedder, user="heavy", strategy="hnsw", queries=queries, k=args.k
-        )
-        recall = statistics.mean(
-            len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(exact, hnsw, strict=True)
-        )
+        hnsw_ms, hnsw = await time_queries(url, embedder, user="heavy", strategy="hnsw", queries=queries, k=args.k)
+        recall = statistics.mean(len(set(a) & set(b)) / max(1, len(a)) for a, b in zip(exact, hnsw, strict=True))
         out[f"user_rows_{size}"] = {
             "table_rows": size + args.noise,
             "exact": summary(exact_ms),
@@ -147,9 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
-        base = Settings(
-            data_dir=Path(tmp), embedded_broker_port=0, embedded_postgres_port=0, embedded_redis_port=0
-        )
+        base = Settings(data_dir=Path(tmp), embedded_broker_port=0, embedded_postgres_port=0, embedded_redis_port=0)
         stack = EmbeddedStack(base)
         try:
             resolved = stack.start_services()

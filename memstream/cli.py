@@ -29,10 +29,10 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:
     return run_up(settings, worker=not args.no_worker, gateway=not args.no_gateway)
 
 
-def _worker(_: argparse.Namespace, settings: Settings) -> int:
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from streams.worker import run_worker
 
-    run_worker(settings)
+    run_worker(settings, memory=args.memory)
     return 0
 
 
@@ -107,6 +107,40 @@ def _audit(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _maintain(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
+    import orjson
+
+    from memstream.stack.state import with_running_stack
+
+    resolved = with_running_stack(settings)
+
+    async def run() -> list[dict[str, object]]:
+        from memstream.embedder import build_embedder
+        from memstream.extraction.factory import build_models
+        from memstream.tokens import TokenCounter
+        from sinks.postgres.pool import create_pool
+        from streams.maintenance import Maintainer
+
+        pool = create_pool(resolved.require_database_url(), name="maintain")
+        models, embedder = build_models(resolved), build_embedder(resolved)
+        await pool.open()
+        try:
+            maintainer = Maintainer(pool, resolved, models.summarizer, embedder, TokenCounter())
+            options = {"dry_run": args.dry_run, "compact": not args.no_compact, "forget_": not args.no_forget,
+                       "expire": not args.no_expire}  # fmt: skip
+            targets = [args.tenant] if args.tenant else await maintainer.tenants()
+            return [(await maintainer.run(t, **options)).as_dict() for t in targets]
+        finally:
+            await pool.close()
+            await models.aclose()
+            await embedder.aclose()
+
+    print(orjson.dumps(asyncio.run(run()), option=orjson.OPT_INDENT_2).decode())
+    return 0
+
+
 def _instant(value: str) -> datetime:
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if parsed.tzinfo is None:
@@ -124,13 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-worker", action="store_true", help="do not start a worker")
     up.add_argument("--no-gateway", action="store_true", help="do not start the gateway")
     up.set_defaults(func=_up)
-    sub.add_parser(
-        "worker", help="run a Faust worker (needs Kafka, Postgres, Redis configured)"
-    ).set_defaults(func=_worker)
-    sub.add_parser("gateway", help="run the HTTP gateway").set_defaults(func=_gateway)
-    sub.add_parser("migrate", help="apply database migrations, the vector index and topics").set_defaults(
-        func=_migrate
+    worker = sub.add_parser("worker", help="run a Faust worker (needs Kafka, Postgres, Redis configured)")
+    worker.add_argument(
+        "--memory", action="store_true", help="the long-term memory worker (facts, graph, skills, summaries)"
     )
+    worker.set_defaults(func=_worker)
+    sub.add_parser("gateway", help="run the HTTP gateway").set_defaults(func=_gateway)
+    sub.add_parser("migrate", help="apply database migrations, the vector index and topics").set_defaults(func=_migrate)
     keys = sub.add_parser("keys", help="gateway API keys (create, list, revoke)")
     key_actions = keys.add_subparsers(dest="action", required=True)
     create = key_actions.add_parser("create", help="create a key and print it (once)")
@@ -154,6 +188,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=["avro", "jsonl"], default="jsonl")
     export.add_argument("--out", type=Path, required=True)
     audit.set_defaults(func=_audit)
+
+    maintain = sub.add_parser("maintain", help="expire, compact and forget now (JSON report)")
+    maintain.add_argument("--tenant", help="one tenant (default: every tenant seen)")
+    maintain.add_argument("--dry-run", action="store_true", help="report what would be compacted and forgotten")
+    maintain.add_argument("--no-compact", action="store_true")
+    maintain.add_argument("--no-forget", action="store_true")
+    maintain.add_argument("--no-expire", action="store_true")
+    maintain.set_defaults(func=_maintain)
 
     demo = sub.add_parser("demo", help="play the seed scenario against a running stack (or one it starts)")
     demo.add_argument("--gateway", help="gateway URL (default: the running `memstream up`)")

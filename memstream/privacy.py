@@ -108,9 +108,7 @@ _API_KEY_PREFIXES = ("AKIA", "AIza", "gh", "github_pat_", "xox", "sk_", "rk_", "
 _SECRETS: tuple[Detector, ...] = (
     Detector(
         "private_key",
-        re.compile(
-            r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|$)"
-        ),
+        re.compile(r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z]+ )?PRIVATE KEY-----|$)"),
         hint=_any_of("PRIVATE KEY"),
     ),
     Detector(

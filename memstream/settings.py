@@ -73,8 +73,22 @@ class Settings(BaseSettings):
     worker_metrics_port: int | None = Field(default=None, description="Serve /metrics on 127.0.0.1:PORT.")
 
     # --- session buffer ---------------------------------------------------------------
-    buffer_max_turns: int = Field(default=20, ge=1)
+    buffer_max_turns: int = Field(default=20, ge=1, description="The window: newest turns kept raw.")
     buffer_max_tokens: int = Field(default=4000, ge=1)
+    buffer_hard_cap_turns: int = Field(
+        default=200, ge=1, description="Beyond this, the oldest turns are dropped unsummarised."
+    )
+    compaction_request_ttl_s: float = Field(default=30.0, gt=0)
+    summary_max_tokens: int = Field(default=400, ge=50)
+    summary_fold_max_turns: int = Field(default=200, ge=1, description="Turns per summariser call.")
+    compact_after_days: int = Field(
+        default=30, ge=1, description="Episodes older than this are compacted into daily summaries."
+    )
+    compact_min_episodes: int = Field(default=2, ge=1)
+    maintenance_interval_s: float = Field(default=3600.0, gt=0)
+    fact_merge_threshold: float = Field(
+        default=0.92, gt=0, le=1, description="Cosine above which a fact about the same subject merges."
+    )
 
     # --- embeddings ---------------------------------------------------------------------
     embedding_provider: EmbeddingProviderName = "auto"
@@ -110,9 +124,7 @@ class Settings(BaseSettings):
     rrf_text_weight: float = Field(default=0.5, ge=0)
     produce_timeout_s: float = 10.0
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
-    rate_limit_per_s: float = Field(
-        default=50.0, gt=0, description="Requests/s per key (unless set on the key)."
-    )
+    rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")
     rate_limit_burst: float = Field(default=100.0, gt=0)
     #: Tools that only read memory: pre-approved by the permission engine.
     preapproved_tools: tuple[str, ...] = ("memory.search", "memory.context", "memory.buffer")

@@ -17,7 +17,15 @@ import fastavro
 from fastavro.read import SchemaResolutionError
 
 from schemas.errors import DecodeError, EncodeError, SchemaError
-from schemas.registry import AUDIT_RECORD, TURN_EVENT, ReleasedSchema, by_id, newest
+from schemas.registry import (
+    AUDIT_RECORD,
+    COMPACTION_REQUEST,
+    FACT_EVENT,
+    TURN_EVENT,
+    ReleasedSchema,
+    by_id,
+    newest,
+)
 
 MAGIC = 0
 _HEADER = struct.Struct(">bI")
@@ -62,13 +70,9 @@ class AvroCodec:
         body = io.BytesIO(data)
         body.seek(HEADER_SIZE)
         try:
-            record = fastavro.schemaless_reader(
-                body, writer.parsed, reader.parsed if reader.id != writer.id else None
-            )
+            record = fastavro.schemaless_reader(body, writer.parsed, reader.parsed if reader.id != writer.id else None)
         except SchemaResolutionError as exc:
-            raise DecodeError(
-                f"{self.name} v{writer.version} cannot be read as v{reader.version}: {exc}"
-            ) from exc
+            raise DecodeError(f"{self.name} v{writer.version} cannot be read as v{reader.version}: {exc}") from exc
         except (
             EOFError,
             ValueError,
@@ -79,9 +83,7 @@ class AvroCodec:
         ) as exc:
             raise DecodeError(f"corrupt Avro body for {self.name} v{writer.version}: {exc!r}") from exc
         if body.tell() != len(data):
-            raise DecodeError(
-                f"{len(data) - body.tell()} trailing bytes after a {self.name} v{writer.version} record"
-            )
+            raise DecodeError(f"{len(data) - body.tell()} trailing bytes after a {self.name} v{writer.version} record")
         if not isinstance(record, dict):  # pragma: no cover - records are dicts
             raise DecodeError(f"{self.name} decoded to {type(record).__name__}, not a record")
         return record
@@ -93,3 +95,11 @@ def turn_event_codec() -> AvroCodec:
 
 def audit_record_codec() -> AvroCodec:
     return AvroCodec(AUDIT_RECORD)
+
+
+def fact_event_codec() -> AvroCodec:
+    return AvroCodec(FACT_EVENT)
+
+
+def compaction_request_codec() -> AvroCodec:
+    return AvroCodec(COMPACTION_REQUEST)

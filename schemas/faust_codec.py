@@ -7,10 +7,15 @@ from typing import Any
 from faust.serializers import codecs
 
 from schemas.codec import AvroCodec
-from schemas.registry import AUDIT_RECORD, TURN_EVENT
+from schemas.registry import AUDIT_RECORD, COMPACTION_REQUEST, FACT_EVENT, TURN_EVENT
 
 #: Faust serializer names of our record types.
-CODEC_NAMES = {TURN_EVENT: "memstream.turn", AUDIT_RECORD: "memstream.audit"}
+CODEC_NAMES = {
+    TURN_EVENT: "memstream.turn",
+    AUDIT_RECORD: "memstream.audit",
+    FACT_EVENT: "memstream.fact",
+    COMPACTION_REQUEST: "memstream.compaction",
+}
 
 
 class FaustAvroCodec(codecs.Codec):

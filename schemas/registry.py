@@ -21,6 +21,8 @@ from schemas.errors import SchemaError
 
 TURN_EVENT = "memstream.TurnEvent"
 AUDIT_RECORD = "memstream.AuditRecord"
+FACT_EVENT = "memstream.FactEvent"
+COMPACTION_REQUEST = "memstream.CompactionRequest"
 
 
 @dataclass(frozen=True)

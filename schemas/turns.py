@@ -56,9 +56,7 @@ class Turn:
         return (self.tenant_id, self.session_id)
 
     @classmethod
-    def from_record(
-        cls, record: Mapping[str, Any], *, schema_id: int, topic: str, partition: int, offset: int
-    ) -> Turn:
+    def from_record(cls, record: Mapping[str, Any], *, schema_id: int, topic: str, partition: int, offset: int) -> Turn:
         event_id = record["event_id"]
         return cls(
             event_id=event_id if isinstance(event_id, uuid.UUID) else uuid.UUID(str(event_id)),
@@ -110,10 +108,6 @@ def problems(record: Mapping[str, Any], *, max_content_chars: int) -> list[str]:
     if len(tags) > MAX_TAGS or any(not t or len(t) > MAX_TAG_CHARS for t in tags):
         found.append(f"at most {MAX_TAGS} tags of 1-{MAX_TAG_CHARS} characters")
     metadata = record.get("metadata") or {}
-    if len(metadata) > MAX_METADATA_ENTRIES or any(
-        len(v) > MAX_METADATA_VALUE_CHARS for v in metadata.values()
-    ):
-        found.append(
-            f"at most {MAX_METADATA_ENTRIES} metadata entries of up to {MAX_METADATA_VALUE_CHARS} characters"
-        )
+    if len(metadata) > MAX_METADATA_ENTRIES or any(len(v) > MAX_METADATA_VALUE_CHARS for v in metadata.values()):
+        found.append(f"at most {MAX_METADATA_ENTRIES} metadata entries of up to {MAX_METADATA_VALUE_CHARS} characters")
     return found

@@ -11,7 +11,7 @@ import psycopg_pool
 from aiokafka.errors import KafkaError
 
 from memstream.settings import Settings
-from schemas.codec import audit_record_codec, turn_event_codec
+from schemas.codec import audit_record_codec, compaction_request_codec, turn_event_codec
 from schemas.faust_codec import register_faust_codecs
 from streams import heartbeat, tansu
 from streams.agents.buffer import BufferStage
@@ -19,6 +19,7 @@ from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
 from streams.agents.ingest import register_ingest
 from streams.audit_relay import AuditRelay
+from streams.compaction import CompactionRequests
 from streams.deadletter import DeadLetters
 from streams.resources import PipelineResources
 from streams.stage import SinkStage, StageContext
@@ -41,11 +42,12 @@ def broker_url(bootstrap_servers: str, *, embedded: bool = False) -> str:
     return ";".join(f"{scheme}://{server.strip()}" for server in bootstrap_servers.split(","))
 
 
-def build_app(settings: Settings) -> Pipeline:
+def faust_app(settings: Settings, *, app_id: str) -> faust.App:
+    """A Faust app (its own consumer group, ``app_id``) configured from settings."""
     register_faust_codecs()
     tansu.register_transport()
-    app = faust.App(
-        settings.app_id,
+    return faust.App(
+        app_id,
         broker=broker_url(settings.require_kafka(), embedded=settings.embedded_broker),
         autodiscover=False,
         store="memory://",
@@ -60,6 +62,10 @@ def build_app(settings: Settings) -> Pipeline:
         web_enabled=False,
         worker_redirect_stdouts=False,
     )
+
+
+def build_app(settings: Settings) -> Pipeline:
+    app = faust_app(settings, app_id=settings.app_id)
     topics = declare_topics(app, partitions=settings.topic_partitions)
     resources = PipelineResources(settings)
     ctx = StageContext(
@@ -76,22 +82,11 @@ def build_app(settings: Settings) -> Pipeline:
     stages: tuple[SinkStage, ...] = (
         EventLogStage(resources),
         EpisodesStage(resources),
-        BufferStage(resources),
+        BufferStage(resources, CompactionRequests(topics.compaction, compaction_request_codec())),
     )
     register_ingest(app, topics.turns, stages, ctx)
 
-    member = heartbeat.worker_id()
-
-    async def announce() -> None:
-        if app.consumer.assignment():
-            await heartbeat.beat(
-                resources.redis,
-                app_id=settings.app_id,
-                member=member,
-                ttl_s=settings.worker_heartbeat_ttl_s,
-            )
-
-    app.timer(interval=settings.worker_heartbeat_ttl_s / 3)(announce)
+    heartbeat.announce_from(app, resources.redis, settings)
 
     relay = AuditRelay(resources.pool, topics.audit, audit_record_codec(), resources.metrics)
 

@@ -64,9 +64,7 @@ class AuditRelay:
             locked = await cur.fetchone()
             if not locked or not locked[0]:
                 return 0  # another worker is relaying
-            cur = await conn.execute(
-                "SELECT seq, tenant_id FROM audit_outbox ORDER BY seq LIMIT %s", (self.page,)
-            )
+            cur = await conn.execute("SELECT seq, tenant_id FROM audit_outbox ORDER BY seq LIMIT %s", (self.page,))
             pending = await cur.fetchall()
             if not pending:
                 return 0
@@ -79,8 +77,7 @@ class AuditRelay:
                 records.extend(await records_by_seq(conn, seqs))
             records.sort(key=lambda r: r.seq)
             acks = [
-                await self.topic.send(key=r.tenant_id.encode(), value=self.codec.encode(to_avro(r)))
-                for r in records
+                await self.topic.send(key=r.tenant_id.encode(), value=self.codec.encode(to_avro(r))) for r in records
             ]
             for ack in acks:
                 await ack

@@ -6,7 +6,15 @@ import os
 import socket
 import time
 
+import faust
 import redis.asyncio as aioredis
+
+from memstream.settings import Settings
+
+
+def memory_app_name(app_id: str) -> str:
+    """The long-term memory worker's consumer group (and heartbeat) name."""
+    return f"{app_id}-memory"
 
 
 def workers_key(app_id: str) -> str:
@@ -34,3 +42,15 @@ async def forget(client: aioredis.Redis, *, app_id: str, member: str) -> None:
 async def live_workers(client: aioredis.Redis, *, app_id: str) -> int:
     """How many workers announced partitions within their time-to-live."""
     return int(await client.zcount(workers_key(app_id), time.time(), "+inf"))
+
+
+def announce_from(app: faust.App, client: aioredis.Redis, settings: Settings) -> None:
+    """A timer on ``app`` that marks this worker alive while it holds partitions."""
+    member = worker_id()
+    app_id = str(app.conf.id)
+
+    async def announce() -> None:
+        if app.consumer.assignment():
+            await beat(client, app_id=app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s)
+
+    app.timer(interval=settings.worker_heartbeat_ttl_s / 3)(announce)

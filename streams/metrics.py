@@ -20,6 +20,18 @@ class WorkerMetrics:
             ["kind", "stage"],
             registry=self.registry,
         )
+        self.summaries = Counter(
+            "memstream_summaries_total", "Rolling-summary folds, by summariser.", ["summarizer"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.summary_tokens = Counter(
+            "memstream_summary_tokens_total", "Tokens sent to / received from the summariser.", ["direction"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.facts = Counter(
+            "memstream_facts_total", "Facts applied, by action (insert, merge, supersede, duplicate).",
+            ["action"], registry=self.registry,
+        )  # fmt: skip
         self.audit_published = Counter(
             "memstream_audit_published_total", "Audit records published to memstream.audit.v1.",
             registry=self.registry,

@@ -11,13 +11,14 @@ from prometheus_client import start_http_server
 from psycopg_pool import AsyncConnectionPool
 
 from memstream.embedder import Embedder, build_embedder
+from memstream.extraction.factory import MemoryModels, build_models
 from memstream.settings import Settings
 from memstream.tokens import TokenCounter
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.migrate import check_schema
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
-from sinks.redis.buffer import SessionBuffers
+from sinks.redis.buffer import session_buffers
 from streams.metrics import WorkerMetrics
 from streams.retry import Backoff, retry_until_done
 from streams.topics import ensure_topics
@@ -38,9 +39,7 @@ class PipelineResources(Service):
         self.redis: aioredis.Redis = aioredis.from_url(
             settings.require_redis_url(), socket_timeout=10, socket_connect_timeout=5
         )
-        self.buffers = SessionBuffers(
-            self.redis, max_turns=settings.buffer_max_turns, max_tokens=settings.buffer_max_tokens
-        )
+        self.buffers = session_buffers(self.redis, settings)
         self.tokens = TokenCounter()
         self.policies = PolicyCache(self.pool)
         self.metrics = WorkerMetrics()
@@ -65,9 +64,7 @@ class PipelineResources(Service):
         self._embedder = build_embedder(self.settings)
         await self.pool.open(wait=False)
         if self.settings.worker_metrics_port:
-            start_http_server(
-                self.settings.worker_metrics_port, addr="127.0.0.1", registry=self.metrics.registry
-            )
+            start_http_server(self.settings.worker_metrics_port, addr="127.0.0.1", registry=self.metrics.registry)
 
         async def schema_ready() -> None:
             async with self.pool.connection() as conn:
@@ -89,3 +86,30 @@ class PipelineResources(Service):
             await self.redis.aclose()
             if self._embedder is not None:
                 await self._embedder.aclose()
+
+
+class MemoryResources(PipelineResources):
+    """The long-term memory worker's resources: the ingest worker's, plus the models that
+    extract facts and write summaries (Gemini, or the offline fallback)."""
+
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(settings, **kwargs)
+        self._models: MemoryModels | None = None
+
+    @property
+    def models(self) -> MemoryModels:
+        if self._models is None:
+            raise RuntimeError("the models are opened in on_start")
+        return self._models
+
+    async def on_start(self) -> None:
+        await super().on_start()
+        self._models = build_models(self.settings)
+        log.info("long-term memory with %s", self._models.description)
+
+    async def on_stop(self) -> None:
+        try:
+            if self._models is not None:
+                await self._models.aclose()
+        finally:
+            await super().on_stop()

@@ -22,6 +22,7 @@ import redis.exceptions
 from aiokafka.errors import KafkaError
 
 from memstream.embedder import EmbeddingError
+from memstream.llm.base import LLMError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,7 +36,7 @@ def is_event_error(exc: BaseException) -> bool:
     """True when the error is about the data written, not the store's health."""
     if isinstance(exc, psycopg.errors.DataError | psycopg.errors.IntegrityError):
         return True
-    if isinstance(exc, EmbeddingError):
+    if isinstance(exc, EmbeddingError | LLMError):
         return not exc.retryable
     return isinstance(exc, redis.exceptions.DataError | redis.exceptions.ResponseError) and (
         "script" not in str(exc).lower()
@@ -52,6 +53,7 @@ def is_transient(exc: BaseException) -> bool:
         | redis.exceptions.TimeoutError
         | redis.exceptions.BusyLoadingError
         | EmbeddingError
+        | LLMError
         | KafkaError
         | OSError
         | TimeoutError,

@@ -44,6 +44,8 @@ class StageContext:
     max_events: int
     within_s: float
     max_content_chars: int
+    #: Exactly one consumer group dead-letters undecodable turns (the ingest worker's).
+    dead_letter_rejects: bool = True
 
 
 class SinkStage(ABC):
@@ -74,9 +76,7 @@ async def write_isolating(stage: SinkStage, batch: Sequence[Decoded], ctx: Stage
         return
     except EventRejectedError as exc:
         if len(batch) == 1:
-            await ctx.dead_letters.send(
-                batch[0].event, reason=str(exc), error="EventRejected", stage=stage.name
-            )
+            await ctx.dead_letters.send(batch[0].event, reason=str(exc), error="EventRejected", stage=stage.name)
             return
         log.warning("%s sink rejected a batch of %d (%s); writing one by one", stage.name, len(batch), exc)
     for item in batch:
@@ -105,16 +105,14 @@ async def redact_batch(batch: Sequence[Decoded], ctx: StageContext) -> list[Deco
     return out
 
 
-async def process_batch(
-    events: Sequence[faust.EventT[bytes]], stages: Sequence[SinkStage], ctx: StageContext
-) -> None:
+async def process_batch(events: Sequence[faust.EventT[bytes]], stages: Sequence[SinkStage], ctx: StageContext) -> None:
     """Decode once, dead-letter rejects, redact, then write to every stage concurrently."""
     good, bad = decode_events(events, codec=ctx.codec, max_content_chars=ctx.max_content_chars)
+    if not ctx.dead_letter_rejects:
+        bad = []
     ctx.metrics.events.labels(outcome="dead_lettered").inc(len(bad))
     for rejected in bad:
-        await ctx.dead_letters.send(
-            rejected.event, reason=rejected.reason, error=rejected.error, stage="decode"
-        )
+        await ctx.dead_letters.send(rejected.event, reason=rejected.reason, error=rejected.error, stage="decode")
     if not good:
         return
     ctx.metrics.events.labels(outcome="accepted").inc(len(good))

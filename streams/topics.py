@@ -14,6 +14,8 @@ log = logging.getLogger(__name__)
 TURNS = "memstream.turns.v1"
 DLQ = "memstream.dlq.v1"
 AUDIT = "memstream.audit.v1"
+FACTS = "memstream.facts.v1"
+COMPACTION = "memstream.compaction.v1"
 
 #: DLQ record headers (bytes values).
 DLQ_REASON = "memstream.dlq.reason"
@@ -30,6 +32,8 @@ class Topics:
     turns: faust.TopicT
     dlq: faust.TopicT
     audit: faust.TopicT
+    facts: faust.TopicT
+    compaction: faust.TopicT
 
 
 def declare_topics(app: faust.App, *, partitions: int) -> Topics:
@@ -42,7 +46,13 @@ def declare_topics(app: faust.App, *, partitions: int) -> Topics:
             partitions=partitions,
         )  # fmt: skip
 
-    return Topics(turns=raw(TURNS, partitions), dlq=raw(DLQ, 1), audit=raw(AUDIT, partitions))
+    return Topics(
+        turns=raw(TURNS, partitions),
+        dlq=raw(DLQ, 1),
+        audit=raw(AUDIT, partitions),
+        facts=raw(FACTS, partitions),
+        compaction=raw(COMPACTION, partitions),
+    )
 
 
 async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_factor: int = 1) -> None:
@@ -55,6 +65,8 @@ async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_
             NewTopic(name=TURNS, num_partitions=partitions, replication_factor=replication_factor),
             NewTopic(name=DLQ, num_partitions=1, replication_factor=replication_factor),
             NewTopic(name=AUDIT, num_partitions=partitions, replication_factor=replication_factor),
+            NewTopic(name=FACTS, num_partitions=partitions, replication_factor=replication_factor),
+            NewTopic(name=COMPACTION, num_partitions=partitions, replication_factor=replication_factor),
         ]
         missing = [t for t in wanted if t.name not in existing]
         if missing:

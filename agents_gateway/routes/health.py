@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 
 from agents_gateway.models import CheckOut, ReadyOut
 from agents_gateway.state import GatewayState
-from streams.heartbeat import live_workers
+from streams.heartbeat import live_workers, memory_app_name
 
 router = APIRouter(tags=["health"])
 CHECK_TIMEOUT_S = 2.0
@@ -53,11 +53,18 @@ async def readyz(request: Request) -> JSONResponse:
     async def worker() -> str:
         n = await live_workers(state.redis, app_id=state.settings.app_id)
         if n == 0:
-            raise RuntimeError("no worker has announced assigned partitions recently")
+            raise RuntimeError("no ingest worker has announced assigned partitions recently")
         return f"{n} worker(s) consuming"
 
-    names = ("broker", "postgres", "redis", "worker")
-    results = await asyncio.gather(*(_run_check(p) for p in (state.producer.check, postgres, redis, worker)))
+    async def memory_worker() -> str:
+        n = await live_workers(state.redis, app_id=memory_app_name(state.settings.app_id))
+        if n == 0:
+            raise RuntimeError("no long-term memory worker (`memstream worker --memory`) is consuming")
+        return f"{n} worker(s) consuming; {state.memory_models}"
+
+    names = ("broker", "postgres", "redis", "worker", "memory_worker")
+    probes = (state.producer.check, postgres, redis, worker, memory_worker)
+    results = await asyncio.gather(*(_run_check(p) for p in probes))
     checks = dict(zip(names, results, strict=True))
     ready = all(c.ok for c in checks.values())
     body = ReadyOut(status="ready" if ready else "not ready", checks=checks)

@@ -28,9 +28,7 @@ from sinks.redis.grants import command_hash, grant_once
 router = APIRouter(tags=["permissions"], responses=AUTH_ERRORS)
 
 
-@router.post(
-    "/v1/permissions/evaluate", response_model=EvaluateOut, summary="May this tool run this command?"
-)
+@router.post("/v1/permissions/evaluate", response_model=EvaluateOut, summary="May this tool run this command?")
 async def evaluate_command(
     request: Request, body: EvaluateIn, principal: Annotated[Principal, Depends(scoped("read"))]
 ) -> EvaluateOut:

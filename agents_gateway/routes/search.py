@@ -34,9 +34,7 @@ async def search(
         Query(pattern=ID_PATTERN, description="Also this project's memory (else all of the user's)"),
     ] = None,
     k: Annotated[int, Query(ge=1, le=100)] = 10,
-    tenant_id: Annotated[
-        str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")
-    ] = None,
+    tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
 ) -> SearchOut:
     state: GatewayState = request.app.state.gateway
     settings = state.settings
@@ -44,9 +42,7 @@ async def search(
     scope = EpisodeScope(tenant_id=tenant, user_id=user_id, project_id=project_id)
     embedding = (await state.embedder.embed([q]))[0]
     candidates = max(settings.search_candidates, k)
-    async with tenant_transaction(
-        state.pool, tenant, agent_id=principal.agent_id, actor=principal.key_id
-    ) as conn:
+    async with tenant_transaction(state.pool, tenant, agent_id=principal.agent_id, actor=principal.key_id) as conn:
         by_vector = await vector_candidates(
             conn,
             scope,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
-from agents_gateway.models import BufferedTurn, BufferOut
+from agents_gateway.models import BufferedTurn, BufferOut, RollingSummaryOut
 from agents_gateway.state import GatewayState
 from schemas.turns import IDENTIFIER
 
@@ -26,15 +27,27 @@ async def get_buffer(
     request: Request,
     principal: Annotated[Principal, Depends(scoped("read"))],
     session_id: Annotated[str, Path(pattern=ID_PATTERN)],
-    tenant_id: Annotated[
-        str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")
-    ] = None,
+    tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
 ) -> BufferOut:
     state: GatewayState = request.app.state.gateway
     tenant = principal.check_tenant(tenant_id)
-    turns = [BufferedTurn.model_validate(t) for t in await state.buffers.read(tenant, session_id)]
-    if principal.agent_id is not None:  # an agent-bound key: its own turns and shared ones
-        turns = [t for t in turns if t.shared or t.agent_id == principal.agent_id]
+    view = await state.buffers.view(tenant, session_id)
+
+    def visible(raw: list[dict[str, object]]) -> list[BufferedTurn]:
+        turns = [BufferedTurn.model_validate(t) for t in raw]
+        if principal.agent_id is not None:  # an agent-bound key: its own turns and shared ones
+            turns = [t for t in turns if t.shared or t.agent_id == principal.agent_id]
+        return turns
+
+    window = visible(view.window)
+    summary = None
+    s = view.summary
+    if s is not None and (principal.agent_id is None or set(s.agents) <= {principal.agent_id}):
+        summary = RollingSummaryOut(
+            text=s.text, summarizer=s.summarizer, through=datetime.fromtimestamp(s.through / 1e6, UTC),
+            turns=s.turns, calls=s.calls, input_tokens=s.input_tokens, output_tokens=s.output_tokens,
+        )  # fmt: skip
     return BufferOut(
-        tenant_id=tenant, session_id=session_id, turns=turns, total_tokens=sum(t.tokens for t in turns)
-    )
+        tenant_id=tenant, session_id=session_id, summary=summary, pending=visible(view.pending),
+        turns=window, total_tokens=sum(t.tokens for t in window),
+    )  # fmt: skip

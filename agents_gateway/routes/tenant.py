@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
-from agents_gateway.models import PrivacyPolicyIO
+from agents_gateway.models import ForgetPreviewOut, PrivacyPolicyIO, RetentionIO
 from agents_gateway.state import GatewayState
 from memstream.privacy import PrivacyPolicy
 from sinks.postgres.audit import append_audit
+from sinks.postgres.maintenance import RetentionPolicy, forget, put_retention_policy, retention_policy
 from sinks.postgres.tenancy import tenant_transaction
 from sinks.postgres.tenant_settings import get_policy, put_policy
 
@@ -19,18 +21,14 @@ router = APIRouter(tags=["tenant"], responses=AUTH_ERRORS)
 
 
 @router.get("/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="What is redacted beyond secrets")
-async def read_privacy(
-    request: Request, principal: Annotated[Principal, Depends(scoped("read"))]
-) -> PrivacyPolicyIO:
+async def read_privacy(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> PrivacyPolicyIO:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id) as conn:
         policy = await get_policy(conn, principal.tenant_id)
     return PrivacyPolicyIO(**policy.__dict__)
 
 
-@router.put(
-    "/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="Redact e-mail and/or phone numbers"
-)
+@router.put("/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="Redact e-mail and/or phone numbers")
 async def write_privacy(
     request: Request, body: PrivacyPolicyIO, principal: Annotated[Principal, Depends(scoped("admin"))]
 ) -> PrivacyPolicyIO:
@@ -43,3 +41,44 @@ async def write_privacy(
         )  # fmt: skip
     state.policies.forget(principal.tenant_id)
     return body
+
+
+@router.get("/v1/tenant/retention", response_model=RetentionIO, summary="The tenant's retention policy")
+async def read_retention(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> RetentionIO:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id) as conn:
+        policy = await retention_policy(conn, principal.tenant_id)
+    return RetentionIO(**policy.__dict__)
+
+
+@router.put("/v1/tenant/retention", response_model=RetentionIO, summary="Set compaction, decay and retention")
+async def write_retention(
+    request: Request, body: RetentionIO, principal: Annotated[Principal, Depends(scoped("admin"))]
+) -> RetentionIO:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        await put_retention_policy(conn, principal.tenant_id, RetentionPolicy(**body.model_dump()))
+        await append_audit(
+            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="retention.policy.update",
+            detail=body.model_dump(),
+        )  # fmt: skip
+    return body
+
+
+@router.get(
+    "/v1/tenant/retention/preview",
+    response_model=ForgetPreviewOut,
+    summary="Dry run: what the retention policy would forget now",
+)
+async def preview_forgetting(
+    request: Request, principal: Annotated[Principal, Depends(scoped("admin"))]
+) -> ForgetPreviewOut:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        policy = await retention_policy(conn, principal.tenant_id)
+        report = await forget(conn, principal.tenant_id, policy, dry_run=True)
+    return ForgetPreviewOut(
+        policy=RetentionIO(**policy.__dict__),
+        by_rule={rule: len(ids) for rule, ids in report.by_rule.items()},
+        would_forget=[uuid.UUID(i) for i in report.forgotten],
+    )

@@ -104,6 +104,14 @@ def to_records(turns: list[TurnIn], *, now: datetime, principal: Principal) -> l
     return records
 
 
+async def publish_records(state: GatewayState, principal: Principal, records: list[dict[str, Any]]) -> None:
+    """The privacy filter with the tenant's policy, then Kafka (waiting for the broker's ack)."""
+    found = redact_records(records, await state.policies.get(principal.tenant_id))
+    state.metrics.count_redactions(found, stage="gateway")
+    await state.producer.publish(records)
+    state.metrics.turns_accepted.inc(len(records))
+
+
 def redact_records(records: list[dict[str, Any]], policy: PrivacyPolicy) -> Counter[str]:
     """Apply the privacy filter to every record's content and metadata, in place."""
     found: Counter[str] = Counter()
@@ -135,9 +143,7 @@ def redact_records(records: list[dict[str, Any]], policy: PrivacyPolicy) -> Coun
     },
     summary="Publish one turn or a batch",
 )
-async def post_turns(
-    request: Request, principal: Annotated[Principal, Depends(scoped("ingest"))]
-) -> TurnsAccepted:
+async def post_turns(request: Request, principal: Annotated[Principal, Depends(scoped("ingest"))]) -> TurnsAccepted:
     state: GatewayState = request.app.state.gateway
     settings = state.settings
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -157,8 +163,5 @@ async def post_turns(
     if details:
         message = "; ".join(f"turn {d['loc'][1]}: {d['msg']}" for d in details)
         raise ApiError(422, "invalid_turn", message, details=details)
-    found = redact_records(records, await state.policies.get(principal.tenant_id))
-    state.metrics.count_redactions(found, stage="gateway")
-    await state.producer.publish(records)
-    state.metrics.turns_accepted.inc(len(records))
+    await publish_records(state, principal, records)
     return TurnsAccepted(accepted=len(records), event_ids=[uuid.UUID(r["event_id"]) for r in records])

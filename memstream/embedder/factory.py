@@ -44,9 +44,7 @@ def embedding_identity(settings: Settings) -> tuple[str, int]:
     if _provider(settings) == "gemini":
         from memstream.embedder.gemini import model_name
 
-        return model_name(
-            settings.gemini_embedding_model, settings.gemini_embedding_dim
-        ), settings.gemini_embedding_dim
+        return model_name(settings.gemini_embedding_model, settings.gemini_embedding_dim), settings.gemini_embedding_dim
     from memstream.embedder.local import WordLlamaEmbedder
 
     return WordLlamaEmbedder.model_name, WordLlamaEmbedder.dim

@@ -38,9 +38,7 @@ class GeminiEmbedder(Embedder):
         self.model_name = model_name(model, dim)
         options = types.HttpOptions(timeout=int(timeout_s * 1000))
         if base_url:
-            options = types.HttpOptions(
-                base_url=base_url, api_version="v1beta", timeout=int(timeout_s * 1000)
-            )
+            options = types.HttpOptions(base_url=base_url, api_version="v1beta", timeout=int(timeout_s * 1000))
         # Keep a reference: an inline client is closed before its call returns (FACTS.md).
         self._client = genai.Client(api_key=api_key, http_options=options)
 

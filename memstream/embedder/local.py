@@ -24,9 +24,7 @@ class WordLlamaEmbedder(Embedder):
             import wordllama
             from wordllama import WordLlama
         except ImportError as exc:  # pragma: no cover - hard dependency
-            raise EmbeddingError(
-                "the local embedding model needs `pip install wordllama`", retryable=False
-            ) from exc
+            raise EmbeddingError("the local embedding model needs `pip install wordllama`", retryable=False) from exc
         package_dir = Path(wordllama.__file__).parent
         try:
             self._model: Any = WordLlama.load(

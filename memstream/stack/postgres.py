@@ -258,14 +258,10 @@ class EmbeddedPostgres(EmbeddedServer):
                 )
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():
                 conn.execute(
-                    sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                        sql.Identifier(DATABASE), sql.Identifier(OWNER_ROLE)
-                    )
+                    sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(DATABASE), sql.Identifier(OWNER_ROLE))
                 )
         with psycopg.connect(self.url(SUPERUSER, self.creds.superuser), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             conn.execute(
-                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
-                    sql.Identifier(DATABASE), sql.Identifier(APP_ROLE)
-                )
+                sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(sql.Identifier(DATABASE), sql.Identifier(APP_ROLE))
             )

@@ -31,13 +31,9 @@ class EmbeddedServer:
                 f"or bring your own with MEMSTREAM_{self.bring_your_own}"
             )
 
-    def launch(
-        self, argv: Sequence[str], *, ready: Callable[[], bool], timeout_s: float, **options: Any
-    ) -> None:
+    def launch(self, argv: Sequence[str], *, ready: Callable[[], bool], timeout_s: float, **options: Any) -> None:
         """Start the child (output to ``log_dir/NAME.log``) and wait until ``ready()``."""
-        self.process = ManagedProcess(
-            name=self.name, argv=argv, log_path=self.log_dir / f"{self.name}.log", **options
-        )
+        self.process = ManagedProcess(name=self.name, argv=argv, log_path=self.log_dir / f"{self.name}.log", **options)
         self.process.start()
         self.process.wait_ready(ready, timeout_s=timeout_s)
 

@@ -89,6 +89,4 @@ def issue_key(
 ) -> str:
     """A fresh API key for ``tenant_id`` (made with the owner role, as `memstream keys create`)."""
     with psycopg.connect(settings.require_owner_database_url(), autocommit=True) as conn:
-        return create_key(
-            conn, tenant_id=tenant_id, scopes=scopes, name=name, rate_limit_per_s=rate_limit_per_s
-        )
+        return create_key(conn, tenant_id=tenant_id, scopes=scopes, name=name, rate_limit_per_s=rate_limit_per_s)

@@ -77,9 +77,7 @@ class EmbeddedStack:
                 "database_owner_url": self.postgres.owner_url,
             }
         if s.redis_url is None:
-            self.redis = EmbeddedRedis(
-                s.data_dir, port=s.embedded_redis_port or free_port(), log_dir=self.log_dir
-            )
+            self.redis = EmbeddedRedis(s.data_dir, port=s.embedded_redis_port or free_port(), log_dir=self.log_dir)
             self.redis.start()
             updates["redis_url"] = self.redis.url
         resolved = Settings(**{**s.model_dump(), **updates})
@@ -93,20 +91,25 @@ class EmbeddedStack:
         *,
         worker: bool = True,
         gateway: bool = True,
+        memory: bool = True,
         workers: int = 1,
         log_to_files: bool = False,
     ) -> None:
-        """Start the worker(s) and the gateway; their output goes to this terminal, or
-        to ``data_dir/logs/NAME.log`` with ``log_to_files``."""
+        """Start the ingest worker(s), the long-term memory worker and the gateway; their
+        output goes to this terminal, or to ``data_dir/logs/NAME.log`` with ``log_to_files``."""
         env = settings_env(resolved)
-        names = [f"worker-{i}" if i > 1 else "worker" for i in range(1, workers + 1)] if worker else []
+        commands: dict[str, list[str]] = {}
+        if worker:
+            for i in range(1, workers + 1):
+                commands[f"worker-{i}" if i > 1 else "worker"] = ["worker"]
+        if memory:
+            commands["memory-worker"] = ["worker", "--memory"]
         if gateway:
-            names.append("gateway")
-        for name in names:
-            command = "gateway" if name == "gateway" else "worker"
+            commands["gateway"] = ["gateway"]
+        for name, command in commands.items():
             process = ManagedProcess(
                 name=name,
-                argv=[sys.executable, "-m", "memstream", command],
+                argv=[sys.executable, "-m", "memstream", *command],
                 env=env,
                 log_path=self.log_dir / f"{name}.log" if log_to_files else None,
                 stop_timeout_s=20.0,
@@ -156,9 +159,7 @@ def prepare_storage(settings: Settings, *, app_role: str | None) -> None:
     if applied:
         log.info("applied migrations %s", applied)
     model, dim = embedding_identity(settings)
-    ensure_vector_index(
-        settings.require_owner_database_url(), strategy=settings.vector_index, model=model, dim=dim
-    )
+    ensure_vector_index(settings.require_owner_database_url(), strategy=settings.vector_index, model=model, dim=dim)
     asyncio.run(
         ensure_topics(
             settings.require_kafka(),

@@ -30,9 +30,7 @@ class Summarizer(ABC):
     fallback: bool = False
 
     @abstractmethod
-    async def summarize(
-        self, previous: str | None, turns: Sequence[SummaryTurn], *, max_tokens: int
-    ) -> Summary:
+    async def summarize(self, previous: str | None, turns: Sequence[SummaryTurn], *, max_tokens: int) -> Summary:
         """Fold ``turns`` (oldest first) into ``previous`` (the summary so far, or None).
 
         The result must keep every decision, preference, rule, error and open question of

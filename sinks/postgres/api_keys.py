@@ -89,17 +89,14 @@ def create_key(
             " rate_limit_per_s) VALUES (%s, %s, %s, %s, %s, %s, %s)",
             (key_id, tenant_id, agent_id, sorted(set(scopes)), digest, name, rate_limit_per_s),
         )
-        _audit(
-            conn, tenant_id, "api_key.create", key_id, {"agent_id": agent_id, "scopes": sorted(set(scopes))}
-        )
+        _audit(conn, tenant_id, "api_key.create", key_id, {"agent_id": agent_id, "scopes": sorted(set(scopes))})
     return f"{PREFIX}_{key_id}_{secret}"
 
 
 def revoke_key(conn: psycopg.Connection[Any], key_id: str) -> bool:
     with conn.transaction():
         row = conn.execute(
-            "UPDATE api_keys SET revoked_at = now() WHERE key_id = %s AND revoked_at IS NULL"
-            " RETURNING tenant_id",
+            "UPDATE api_keys SET revoked_at = now() WHERE key_id = %s AND revoked_at IS NULL RETURNING tenant_id",
             (key_id,),
         ).fetchone()
         if row is not None:
@@ -127,12 +124,9 @@ def list_keys(conn: psycopg.Connection[Any], tenant_id: str | None = None) -> li
     return [KeyListing(*row) for row in rows]
 
 
-def _audit(
-    conn: psycopg.Connection[Any], tenant_id: str, action: str, key_id: str, detail: dict[str, Any]
-) -> None:
+def _audit(conn: psycopg.Connection[Any], tenant_id: str, action: str, key_id: str, detail: dict[str, Any]) -> None:
     conn.execute("SELECT set_config('app.tenant_id', %s, true)", (tenant_id,))
     conn.execute(
-        "INSERT INTO audit_log (tenant_id, actor, action, subject, detail)"
-        " VALUES (%s, 'operator', %s, %s, %s)",
+        "INSERT INTO audit_log (tenant_id, actor, action, subject, detail) VALUES (%s, 'operator', %s, %s, %s)",
         (tenant_id, action, key_id, Jsonb(detail)),
     )

@@ -27,6 +27,7 @@ EPISODES = StagedInsert.of(
         ("project_id", "text"),
         ("session_id", "text"),
         ("role", "text"),
+        ("memory_type", "text"),
         ("content", "text"),
         ("token_count", "int4"),
         ("importance", "float4"),
@@ -49,13 +50,16 @@ class Episode:
     turn: Turn
     embedding: npt.NDArray[np.float32]
     token_count: int
+    importance: float = DEFAULT_IMPORTANCE
+    #: episodic (a turn), procedural (a lesson from a failure), summary (compaction)
+    memory_type: str = "episodic"
 
 
 def _row(e: Episode, model: str) -> tuple[Any, ...]:
     t = e.turn
     return (
-        t.tenant_id, t.event_id, t.agent_id, t.user_id, t.project_id, t.session_id, t.role, t.content,
-        e.token_count, DEFAULT_IMPORTANCE, list(t.tags), Jsonb(dict(t.metadata)), t.shared, e.embedding,
+        t.tenant_id, t.event_id, t.agent_id, t.user_id, t.project_id, t.session_id, t.role, e.memory_type,
+        t.content, e.token_count, e.importance, list(t.tags), Jsonb(dict(t.metadata)), t.shared, e.embedding,
         model, int(e.embedding.shape[0]), t.event_time,
     )  # fmt: skip
 
@@ -68,6 +72,7 @@ async def upsert_episodes(
     Returns the event ids inserted, per tenant."""
     rows = (_row(e, model) for e in episodes)
     agents: dict[uuid.UUID, str] = {e.turn.event_id: e.turn.agent_id for e in episodes}
+    kinds: dict[uuid.UUID, str] = {e.turn.event_id: e.memory_type for e in episodes}
     async with conn.transaction():
         inserted = await EPISODES.write(conn, rows)
         for tenant, ids in inserted.items():
@@ -78,7 +83,7 @@ async def upsert_episodes(
                 actor="worker",
                 action="memory.insert",
                 detail={
-                    "memory_type": "episodic",
+                    "memory_type": sorted({kinds[i] for i in ids}),
                     "count": len(ids),
                     "event_ids": [str(i) for i in ids],
                     "agents": sorted({agents[i] for i in ids}),

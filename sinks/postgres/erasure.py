@@ -33,16 +33,13 @@ async def lock_users(conn: psycopg.AsyncConnection[Any], tenant_id: str, users: 
         )
 
 
-async def erased_users(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, users: Iterable[str]
-) -> dict[str, datetime]:
+async def erased_users(conn: psycopg.AsyncConnection[Any], tenant_id: str, users: Iterable[str]) -> dict[str, datetime]:
     """Users of ``tenant_id`` (the current tenant) that were erased, with the latest erasure time."""
     refs = {user_ref(tenant_id, u): u for u in set(users)}
     if not refs:
         return {}
     cur = await conn.execute(
-        "SELECT user_ref, max(erased_at) FROM erasures WHERE tenant_id = %s AND user_ref = ANY(%s)"
-        " GROUP BY user_ref",
+        "SELECT user_ref, max(erased_at) FROM erasures WHERE tenant_id = %s AND user_ref = ANY(%s) GROUP BY user_ref",
         (tenant_id, list(refs)),
     )
     return {refs[ref]: when for ref, when in await cur.fetchall()}

@@ -47,9 +47,7 @@ def _row(t: Turn) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-async def append_events(
-    conn: psycopg.AsyncConnection[Any], turns: Sequence[Turn]
-) -> dict[str, list[uuid.UUID]]:
+async def append_events(conn: psycopg.AsyncConnection[Any], turns: Sequence[Turn]) -> dict[str, list[uuid.UUID]]:
     """Append turns to the event log; a turn already there, or of an erased user, is
     skipped. Returns the event ids added, per tenant."""
     return await EVENT_LOG.write(conn, (_row(t) for t in turns))

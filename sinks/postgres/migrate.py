@@ -22,7 +22,13 @@ _LOCK_KEY = 0x6D656D73  # "mems"
 #: on the event log; its triggers refuse them even for the owner.
 APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "event_log": ("SELECT", "INSERT"),
-    "episodes": ("SELECT", "INSERT"),
+    # UPDATE: access statistics and archiving; DELETE: expiry and forgetting.
+    "episodes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    "edges": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    "skills": ("SELECT", "INSERT", "UPDATE"),
+    "skill_runs": ("SELECT", "INSERT"),
+    "tenants": ("SELECT", "INSERT"),
     "erasures": ("SELECT",),
     "audit_log": ("SELECT", "INSERT"),
     "audit_outbox": ("SELECT", "DELETE"),

@@ -19,6 +19,7 @@ _SCOPE = """
     AND user_id = %(user_id)s
     AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s OR project_id IS NULL)
     AND (expires_at IS NULL OR expires_at > now())
+    AND archived_at IS NULL
 """
 
 _COLUMNS = """
@@ -40,9 +41,7 @@ def _vector_query(strategy: VectorIndex, dim: int) -> sql.Composed:
     distance: sql.Composable
     if strategy == "hnsw":
         # Must match the partial expression index (see sinks/postgres/vector_index.py).
-        distance = sql.SQL("embedding::vector({dim}) <=> %(embedding)s::vector({dim})").format(
-            dim=sql.Literal(dim)
-        )
+        distance = sql.SQL("embedding::vector({dim}) <=> %(embedding)s::vector({dim})").format(dim=sql.Literal(dim))
     else:
         distance = sql.SQL("embedding <=> %(embedding)s")
     return sql.SQL(

@@ -1,18 +1,19 @@
--- Append turns to one session's buffer and trim it to its window, atomically.
--- KEYS[1]  the session's buffer: a sorted set, score = event time in microseconds,
---          member = the turn as canonical JSON (so a redelivered turn is the same member
---          and ZADD is a no-op: appends are idempotent, unlike RPUSH).
--- KEYS[2]  the session's trim mark: a hash {score, member} of the newest turn ever trimmed.
---          A turn at or below it arrives too late to belong in the window (something
---          newer was already trimmed), so it is dropped; this keeps the buffer a
---          contiguous run of the session's newest turns even when turns arrive out of order.
--- ARGV[1]  max turns   ARGV[2] max tokens   ARGV[3] ttl seconds (0 = none)
--- ARGV[4..] pairs of (score, member); each member has a numeric "tokens" field.
--- Returns the number of turns the buffer holds afterwards.
-local key, mark = KEYS[1], KEYS[2]
-local max_turns = tonumber(ARGV[1])
-local max_tokens = tonumber(ARGV[2])
-local ttl = tonumber(ARGV[3])
+-- Append turns to one session's buffer, atomically. Turns are never dropped here to keep
+-- the window: the ones beyond it stay until the summariser has folded them into the rolling
+-- summary (summarize-before-trim, fold_buffer.lua); only past a hard cap are the oldest
+-- dropped (a bounded fallback when the summariser is down; they remain in episodic memory).
+-- KEYS[1]  the buffer: a sorted set, score = event time in microseconds, member = the turn as
+--          canonical JSON (a redelivered turn is the same member: ZADD is idempotent).
+-- KEYS[2]  the trim mark: hash {score, member} of the newest turn ever folded or dropped.
+--          A turn at or below it arrives too late (it would belong inside the summary) and is
+--          ignored; the buffer stays a contiguous run of the session's newest turns.
+-- KEYS[3]  the pending-request flag (one compaction request in flight per session).
+-- ARGV[1] max turns  ARGV[2] max tokens  ARGV[3] ttl s (0 = none)  ARGV[4] hard cap (turns)
+-- ARGV[5] request-flag ttl ms  ARGV[6..] pairs of (score, member) with a numeric "tokens" field.
+-- Returns {turns held, turns beyond the window, 1 if a compaction request should be sent}.
+local key, mark, flag = KEYS[1], KEYS[2], KEYS[3]
+local max_turns, max_tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ttl, hard_cap, flag_ttl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local mark_score, mark_member = unpack(redis.call('HMGET', mark, 'score', 'member'))
 mark_score = tonumber(mark_score)
@@ -22,31 +23,36 @@ local function too_late(score, member)
   return member <= mark_member
 end
 
-for i = 4, #ARGV, 2 do
-  local score = tonumber(ARGV[i])
-  if not too_late(score, ARGV[i + 1]) then
+for i = 6, #ARGV, 2 do
+  if not too_late(tonumber(ARGV[i]), ARGV[i + 1]) then
     redis.call('ZADD', key, ARGV[i], ARGV[i + 1])
   end
 end
 
--- How many of the newest turns stay: at most max_turns, and walking back from the
--- newest, only while the token total fits (the newest turn always stays).
+local n = redis.call('ZCARD', key)
+if n > hard_cap then
+  local dropped = redis.call('ZRANGE', key, n - hard_cap - 1, n - hard_cap - 1, 'WITHSCORES')
+  redis.call('HSET', mark, 'score', dropped[2], 'member', dropped[1])
+  redis.call('ZREMRANGEBYRANK', key, 0, n - hard_cap - 1)
+  n = hard_cap
+end
+
+-- The window: at most max_turns newest turns, walking back while the tokens fit (the newest
+-- turn always counts).
 local members = redis.call('ZREVRANGE', key, 0, max_turns - 1)
-local total, keep = 0, 0
+local total, window = 0, 0
 for i, member in ipairs(members) do
   local tokens = tonumber(cjson.decode(member)['tokens']) or 0
   if i > 1 and total + tokens > max_tokens then
     break
   end
   total = total + tokens
-  keep = i
+  window = i
 end
-
-local n = redis.call('ZCARD', key)
-if keep < n then
-  local newest_trimmed = redis.call('ZRANGE', key, n - keep - 1, n - keep - 1, 'WITHSCORES')
-  redis.call('HSET', mark, 'score', newest_trimmed[2], 'member', newest_trimmed[1])
-  redis.call('ZREMRANGEBYRANK', key, 0, n - keep - 1)
+local due = n - window
+local request = 0
+if due > 0 and redis.call('SET', flag, '1', 'NX', 'PX', flag_ttl) then
+  request = 1
 end
 if ttl > 0 then
   redis.call('EXPIRE', key, ttl)
@@ -54,4 +60,4 @@ if ttl > 0 then
     redis.call('EXPIRE', mark, ttl)
   end
 end
-return keep
+return {n, due, request}

@@ -1,8 +1,8 @@
 """Session buffers in Redis: the last turns of each session, bounded by turns and tokens.
 
-Keys of one session share a hash slot (``{tenant:session}``), so the buffer and
-what later issues put beside it (the rolling summary) live on one Redis Cluster
-node and one Lua script can touch them atomically.
+Keys of one session share a hash slot (``{tenant:session}``): the buffer, its trim mark,
+its rolling summary and its compaction-request flag live on one Redis Cluster node, so one
+Lua script can touch them atomically.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, cast
 import orjson
 import redis.asyncio as aioredis
 
+from memstream.settings import Settings
 from schemas.turns import Turn
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -31,6 +32,14 @@ def buffer_key(tenant_id: str, session_id: str) -> str:
 
 def trim_mark_key(tenant_id: str, session_id: str) -> str:
     return f"ms:bufmark:{session_tag(tenant_id, session_id)}"
+
+
+def summary_key(tenant_id: str, session_id: str) -> str:
+    return f"ms:bufsum:{session_tag(tenant_id, session_id)}"
+
+
+def request_key(tenant_id: str, session_id: str) -> str:
+    return f"ms:bufreq:{session_tag(tenant_id, session_id)}"
 
 
 def event_time_micros(when: datetime) -> int:
@@ -89,49 +98,194 @@ def window(entries: Iterable[BufferEntry], *, max_turns: int, max_tokens: int) -
     return kept
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What one append left in a session's buffer."""
+
+    held: int
+    #: Turns beyond the window, waiting to be folded into the rolling summary.
+    due: int
+    #: True when this append raised the session's compaction request (one in flight at a time).
+    request: bool
+
+
+@dataclass(frozen=True)
+class RollingSummary:
+    text: str
+    summarizer: str
+    #: Event time (µs) of the newest turn folded in.
+    through: int
+    turns: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    updated_at: str
+    #: Agents whose private (not shared) turns were folded in: only they may read it.
+    agents: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BufferView:
+    """A session as the buffer holds it: summary, turns waiting to be folded, the window."""
+
+    summary: RollingSummary | None
+    pending: list[dict[str, Any]]
+    window: list[dict[str, Any]]
+
+
 class SessionBuffers:
-    """Appends batches of turns, many sessions per round trip, and reads a session back."""
+    """Appends batches of turns (many sessions per round trip), folds turns into the rolling
+    summary before trimming them, and reads a session back."""
 
     def __init__(
-        self, client: aioredis.Redis, *, max_turns: int, max_tokens: int, ttl_s: int = 7 * 86_400
+        self,
+        client: aioredis.Redis,
+        *,
+        max_turns: int,
+        max_tokens: int,
+        hard_cap: int = 200,
+        ttl_s: int = 7 * 86_400,
+        request_ttl_s: float = 30.0,
     ) -> None:
         self.client = client
         self.max_turns = max_turns
         self.max_tokens = max_tokens
+        self.hard_cap = max(hard_cap, max_turns)
         self.ttl_s = ttl_s
-        source = resources.files("sinks.redis").joinpath("append_buffer.lua").read_text()
-        self._append = client.register_script(source)
+        self.request_ttl_ms = int(request_ttl_s * 1000)
+        scripts = resources.files("sinks.redis")
+        self._append = client.register_script(scripts.joinpath("append_buffer.lua").read_text())
+        self._fold = client.register_script(scripts.joinpath("fold_buffer.lua").read_text())
 
-    async def append(
-        self, batch: Mapping[tuple[str, str], Sequence[BufferEntry]]
-    ) -> dict[tuple[str, str], int]:
+    async def append(self, batch: Mapping[tuple[str, str], Sequence[BufferEntry]]) -> dict[tuple[str, str], Appended]:
         """Append each session's entries; one pipelined round trip for the whole batch."""
         if not batch:
             return {}
         sessions = list(batch)
         async with self.client.pipeline(transaction=False) as pipe:
             for tenant_id, session_id in sessions:
-                args: list[Any] = [self.max_turns, self.max_tokens, self.ttl_s]
+                args: list[Any] = [
+                    self.max_turns,
+                    self.max_tokens,
+                    self.ttl_s,
+                    self.hard_cap,
+                    self.request_ttl_ms,
+                ]
                 for entry in batch[(tenant_id, session_id)]:
                     args.extend((entry.score, entry.member))
-                keys = [buffer_key(tenant_id, session_id), trim_mark_key(tenant_id, session_id)]
+                keys = [
+                    buffer_key(tenant_id, session_id),
+                    trim_mark_key(tenant_id, session_id),
+                    request_key(tenant_id, session_id),
+                ]
                 await self._append(keys=keys, args=args, client=pipe)
-            sizes = await pipe.execute()
-        return {s: int(n) for s, n in zip(sessions, sizes, strict=True)}
+            results = await pipe.execute()
+        return {
+            s: Appended(held=int(r[0]), due=int(r[1]), request=bool(int(r[2])))
+            for s, r in zip(sessions, results, strict=True)
+        }
 
-    async def forget(self, tenant_id: str, session_ids: Sequence[str]) -> int:
-        """Delete the buffers (and trim marks) of these sessions; returns how many existed."""
-        deleted = 0
-        for session_id in session_ids:  # one slot per session: no multi-key DEL across slots
-            deleted += int(
-                await self.client.delete(
-                    buffer_key(tenant_id, session_id), trim_mark_key(tenant_id, session_id)
-                )
-                > 0
-            )
-        return deleted
+    async def _entries(self, tenant_id: str, session_id: str) -> list[BufferEntry]:
+        rows = cast(
+            list[tuple[bytes, float]],
+            await self.client.zrange(buffer_key(tenant_id, session_id), 0, -1, withscores=True),
+        )
+        return [
+            BufferEntry(score=int(score), member=member, tokens=int(orjson.loads(member)["tokens"]))
+            for member, score in rows
+        ]
+
+    def _split(self, entries: list[BufferEntry]) -> tuple[list[BufferEntry], list[BufferEntry]]:
+        kept = window(entries, max_turns=self.max_turns, max_tokens=self.max_tokens)
+        inside = {e.member for e in kept}
+        return [e for e in entries if e.member not in inside], kept
+
+    async def view(self, tenant_id: str, session_id: str) -> BufferView:
+        """The rolling summary, the turns waiting to be folded into it, and the window."""
+        entries = await self._entries(tenant_id, session_id)
+        pending, kept = self._split(entries)
+        return BufferView(
+            summary=await self.summary(tenant_id, session_id),
+            pending=[orjson.loads(e.member) for e in pending],
+            window=[orjson.loads(e.member) for e in kept],
+        )
 
     async def read(self, tenant_id: str, session_id: str) -> list[dict[str, Any]]:
-        """The session's buffered turns, oldest first."""
-        members = await self.client.zrange(buffer_key(tenant_id, session_id), 0, -1)
-        return [orjson.loads(cast(bytes, m)) for m in members]
+        """Every buffered turn (window and pending), oldest first."""
+        return [orjson.loads(e.member) for e in await self._entries(tenant_id, session_id)]
+
+    async def due(self, tenant_id: str, session_id: str, *, limit: int) -> list[BufferEntry]:
+        """The oldest turns beyond the window (at most ``limit``), to be folded."""
+        pending, _ = self._split(await self._entries(tenant_id, session_id))
+        return pending[:limit]
+
+    async def summary(self, tenant_id: str, session_id: str) -> RollingSummary | None:
+        raw = await self.client.hgetall(summary_key(tenant_id, session_id))
+        if not raw:
+            return None
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        return RollingSummary(
+            text=fields.get("text", ""),
+            summarizer=fields.get("summarizer", ""),
+            through=int(fields.get("through", 0)),
+            turns=int(fields.get("turns", 0)),
+            calls=int(fields.get("calls", 0)),
+            input_tokens=int(fields.get("input_tokens", 0)),
+            output_tokens=int(fields.get("output_tokens", 0)),
+            updated_at=fields.get("updated_at", ""),
+            agents=tuple(orjson.loads(fields.get("agents", "[]"))),
+        )
+
+    async def fold(
+        self,
+        tenant_id: str,
+        session_id: str,
+        folded: Sequence[BufferEntry],
+        *,
+        text: str,
+        summarizer: str,
+        input_tokens: int,
+        output_tokens: int,
+        agents: Sequence[str],
+    ) -> int:
+        """Store the new summary and trim exactly the folded turns; -1 if they changed meanwhile."""
+        keys = [
+            buffer_key(tenant_id, session_id),
+            trim_mark_key(tenant_id, session_id),
+            summary_key(tenant_id, session_id),
+            request_key(tenant_id, session_id),
+        ]
+        args: list[Any] = [text, summarizer, input_tokens, output_tokens, self.ttl_s,
+                           datetime.now(UTC).isoformat(), orjson.dumps(sorted(set(agents))),
+                           *(e.member for e in folded)]  # fmt: skip
+        return int(await self._fold(keys=keys, args=args))
+
+    async def release_request(self, tenant_id: str, session_id: str) -> None:
+        """Let the next append request a compaction again (after a request found nothing due)."""
+        await self.client.delete(request_key(tenant_id, session_id))
+
+    async def forget(self, tenant_id: str, session_ids: Sequence[str]) -> int:
+        """Delete the buffers, summaries and marks of these sessions; returns how many existed."""
+        deleted = 0
+        for session_id in session_ids:  # one slot per session: no multi-key DEL across slots
+            keys = [
+                buffer_key(tenant_id, session_id), trim_mark_key(tenant_id, session_id),
+                summary_key(tenant_id, session_id), request_key(tenant_id, session_id),
+            ]  # fmt: skip
+            deleted += int(await self.client.delete(*keys) > 0)
+        return deleted
+
+
+def session_buffers(client: aioredis.Redis, settings: Settings) -> SessionBuffers:
+    """The buffers as configured (worker and gateway must agree on the window)."""
+    return SessionBuffers(
+        client,
+        max_turns=settings.buffer_max_turns,
+        max_tokens=settings.buffer_max_tokens,
+        hard_cap=settings.buffer_hard_cap_turns,
+        request_ttl_s=settings.compaction_request_ttl_s,
+    )

@@ -18,12 +18,8 @@ class Verdict:
 class RateLimiter:
     def __init__(self, client: aioredis.Redis) -> None:
         self.client = client
-        self._script = client.register_script(
-            resources.files("sinks.redis").joinpath("rate_limit.lua").read_text()
-        )
+        self._script = client.register_script(resources.files("sinks.redis").joinpath("rate_limit.lua").read_text())
 
     async def take(self, key_id: str, *, rate_per_s: float, burst: float) -> Verdict:
-        allowed, wait = await self._script(
-            keys=[f"ms:rl:{{{key_id}}}"], args=[rate_per_s, burst, f"{time.time():.6f}"]
-        )
+        allowed, wait = await self._script(keys=[f"ms:rl:{{{key_id}}}"], args=[rate_per_s, burst, f"{time.time():.6f}"])
         return Verdict(bool(int(allowed)), float(wait))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from sinks.postgres.erasure import erased_users, lock_users
 from sinks.postgres.tenancy import act_as
 from sinks.redis.buffer import BufferEntry, to_entry
+from streams.compaction import CompactionRequests
 from streams.decoding import Decoded
 from streams.resources import PipelineResources
 from streams.stage import SinkStage
@@ -16,8 +17,9 @@ from streams.stage import SinkStage
 class BufferStage(SinkStage):
     name = "buffer"
 
-    def __init__(self, resources: PipelineResources) -> None:
+    def __init__(self, resources: PipelineResources, compaction: CompactionRequests) -> None:
         self.resources = resources
+        self.compaction = compaction
 
     async def write(self, batch: Sequence[Decoded]) -> None:
         by_tenant: dict[str, list[Decoded]] = defaultdict(list)
@@ -37,4 +39,8 @@ class BufferStage(SinkStage):
                     if turn.user_id in erased and turn.event_time <= erased[turn.user_id]:
                         continue
                     by_session[turn.session_key].append(to_entry(turn, item.tokens))
-            await self.resources.buffers.append(by_session)
+            appended = await self.resources.buffers.append(by_session)
+        # Sessions past their window: the summariser folds the overflow (summarize-before-trim).
+        for (tenant, session), result in appended.items():
+            if result.request:
+                await self.compaction.request(tenant, session, due_turns=result.due)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memstream.importance import importance
 from sinks.postgres.episodes import Episode, upsert_episodes
 from streams.decoding import Decoded
 from streams.resources import PipelineResources
@@ -21,7 +22,14 @@ class EpisodesStage(SinkStage):
         texts = [d.turn.content for d in batch]
         vectors = await embedder.embed(texts)
         episodes = [
-            Episode(turn=d.turn, embedding=v, token_count=d.tokens)
+            Episode(
+                turn=d.turn,
+                embedding=v,
+                token_count=d.tokens,
+                importance=importance(
+                    d.turn.content, role=d.turn.role, tags=d.turn.tags, tool_status=d.turn.tool_status
+                ),
+            )
             for d, v in zip(batch, vectors, strict=True)
         ]
         async with self.resources.pool.connection() as conn:

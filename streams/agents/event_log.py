@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sinks.postgres.event_log import append_events
+from sinks.postgres.maintenance import register_tenants
 from streams.decoding import Decoded
 from streams.resources import PipelineResources
 from streams.stage import SinkStage
@@ -18,4 +19,5 @@ class EventLogStage(SinkStage):
 
     async def write(self, batch: Sequence[Decoded]) -> None:
         async with self.resources.pool.connection() as conn:
+            await register_tenants(conn, {d.turn.tenant_id for d in batch})
             await append_events(conn, [d.turn for d in batch])

@@ -58,9 +58,7 @@ async def test_audit_rows_cannot_be_changed_by_anyone(
     ):
         conn.execute(statement)
     with stack.db(tenant) as conn:
-        assert (
-            conn.execute("SELECT audit_id, action, detail FROM audit_log ORDER BY seq").fetchall() == before
-        )
+        assert conn.execute("SELECT audit_id, action, detail FROM audit_log ORDER BY seq").fetchall() == before
 
 
 async def test_memory_changes_and_decisions_reach_the_audit_topic_in_order(
@@ -68,9 +66,7 @@ async def test_memory_changes_and_decisions_reach_the_audit_topic_in_order(
 ) -> None:
     ids = await post_turns(gateway, [turn(tenant, "s1", f"turn {i}") for i in range(3)])
     await eventually(lambda: count_rows(stack, "episodes", tenant) == 3)
-    await gateway.post(
-        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "shell", "command": "ls"}
-    )
+    await gateway.post("/v1/permissions/evaluate", json={"session_id": "s1", "tool": "shell", "command": "ls"})
     with stack.db(tenant) as conn:
         logged = conn.execute("SELECT action, detail FROM audit_log ORDER BY seq").fetchall()
     inserted = [d for a, d in logged if a == "memory.insert"]

@@ -23,9 +23,7 @@ ENDPOINTS = [
 ]
 
 
-async def test_every_endpoint_needs_a_valid_key(
-    stack: RunningStack, gateway_app: FastAPI, tenant: str
-) -> None:
+async def test_every_endpoint_needs_a_valid_key(stack: RunningStack, gateway_app: FastAPI, tenant: str) -> None:
     stale = stack.key(tenant)
     key_id = stale.split("_")[1]
     with psycopg.connect(stack.settings.require_owner_database_url(), autocommit=True) as conn:
@@ -57,13 +55,9 @@ async def test_scopes_are_enforced(stack: RunningStack, gateway_app: FastAPI, te
         assert (await writer.post("/v1/turns", json=turn(tenant, "s1", "hello"))).status_code == 202
 
 
-async def test_rate_limit_answers_429_with_retry_after(
-    stack: RunningStack, gateway_app: FastAPI, tenant: str
-) -> None:
+async def test_rate_limit_answers_429_with_retry_after(stack: RunningStack, gateway_app: FastAPI, tenant: str) -> None:
     async with client_for(gateway_app, stack.key(tenant, rate_limit_per_s=1)) as client:
-        statuses = [
-            (await client.get("/v1/search", params={"user_id": "u", "q": "x"})).status_code for _ in range(3)
-        ]
+        statuses = [(await client.get("/v1/search", params={"user_id": "u", "q": "x"})).status_code for _ in range(3)]
         assert statuses[0] == 200 and 429 in statuses
         limited = await client.get("/v1/search", params={"user_id": "u", "q": "x"})
         assert limited.status_code == 429

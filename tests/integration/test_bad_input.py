@@ -70,17 +70,13 @@ async def test_each_bad_field_gets_a_precise_422(
 
 
 @pytest.mark.parametrize("claimed", ["someone-else", "a b", "t{1}"])
-async def test_a_turn_naming_another_tenant_is_refused(
-    gateway: httpx.AsyncClient, tenant: str, claimed: str
-) -> None:
+async def test_a_turn_naming_another_tenant_is_refused(gateway: httpx.AsyncClient, tenant: str, claimed: str) -> None:
     response = await gateway.post("/v1/turns", json=good(tenant, tenant_id=claimed))
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "wrong_tenant"
 
 
-async def test_oversize_content_and_payload(
-    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
-) -> None:
+async def test_oversize_content_and_payload(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
     limit = stack.settings.max_content_chars
     response = await gateway.post("/v1/turns", json=good(tenant, content="x" * (limit + 1)))
     assert response.status_code == 422
@@ -113,9 +109,7 @@ async def test_one_bad_turn_rejects_the_batch_and_nothing_is_published(
 
 async def test_reads_validate_their_parameters(gateway: httpx.AsyncClient) -> None:
     assert (await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u"})).status_code == 422
-    assert (
-        await gateway.get("/v1/search", params={"tenant_id": "t{", "user_id": "u", "q": "x"})
-    ).status_code == 422
+    assert (await gateway.get("/v1/search", params={"tenant_id": "t{", "user_id": "u", "q": "x"})).status_code == 422
     assert (
         await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u", "q": "x", "k": 0})
     ).status_code == 422

@@ -54,9 +54,7 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
     }
     log_path = tmp_path / "up.log"
     log = log_path.open("wb")
-    up = subprocess.Popen(
-        [sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
+    up = subprocess.Popen([sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(up, url, log_path)
@@ -83,9 +81,7 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
         stop(up)
         assert not (tmp_path / "data" / "stack.json").exists()
 
-        up = subprocess.Popen(
-            [sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+        up = subprocess.Popen([sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_ready(up, url, log_path)
         created = subprocess.run(
             [sys.executable, "-m", "memstream", "keys", "create", "--tenant", "demo", "--scopes", "read"],

@@ -51,8 +51,7 @@ async def test_thousand_turns_land_exactly_once_everywhere(
         assert response.status_code == 200
         contents = [t["content"] for t in response.json()["turns"]]
         expected = [
-            f"session {s} turn {i}: we discussed topic {(s * 7 + i) % 13}"
-            for i in range(PER_SESSION - n, PER_SESSION)
+            f"session {s} turn {i}: we discussed topic {(s * 7 + i) % 13}" for i in range(PER_SESSION - n, PER_SESSION)
         ]
         assert contents == expected, f"session s{s:02d}"
 

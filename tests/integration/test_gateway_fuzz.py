@@ -48,9 +48,7 @@ texts = st.text(max_size=60) | st.sampled_from(
 scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | texts
 json_values = st.recursive(
     scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | texts, inner, max_size=6)
-    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FIELDS) | texts, inner, max_size=6),
     max_leaves=20,
 )
 bodies = st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=10) | json_values

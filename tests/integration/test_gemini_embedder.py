@@ -82,7 +82,5 @@ async def test_a_timeout_is_retryable(gemini: FakeGemini) -> None:
 
 def test_provider_is_chosen_by_configuration(gemini: FakeGemini) -> None:
     assert build_embedder(Settings()).model_name == "wordllama/l2_supercat@256"
-    chosen = build_embedder(
-        Settings(gemini_api_key="k", gemini_base_url=gemini.base_url, gemini_embedding_dim=16)
-    )
+    chosen = build_embedder(Settings(gemini_api_key="k", gemini_base_url=gemini.base_url, gemini_embedding_dim=16))
     assert chosen.model_name == "gemini/gemini-embedding-001@16"

@@ -82,9 +82,7 @@ async def test_allow_once_is_used_exactly_once_under_50_concurrent_evaluations(
 
 
 async def test_a_grant_is_for_one_session_and_one_command(gateway: httpx.AsyncClient) -> None:
-    await gateway.post(
-        "/v1/permissions/allow-once", json={"session_id": "s1", "tool": "shell", "command": "ls -la"}
-    )
+    await gateway.post("/v1/permissions/allow-once", json={"session_id": "s1", "tool": "shell", "command": "ls -la"})
     assert (await evaluate(gateway, "ls -la", session="s2", project=None))["decision"] == "PENDING"
     assert (await evaluate(gateway, "ls -la /", session="s1", project=None))["decision"] == "PENDING"
     assert (await evaluate(gateway, "ls -la", session="s1", project=None))["decision"] == "ALLOW"
@@ -128,8 +126,6 @@ async def test_every_decision_is_audited_with_its_rule(
             "SELECT detail->>'decision', detail->>'tier', detail->>'rule_id', detail->>'command'"
             " FROM audit_log WHERE action = 'permission.decision' ORDER BY seq"
         ).fetchall()
-        created = conn.execute(
-            "SELECT count(*) FROM audit_log WHERE action = 'permission.rule.create'"
-        ).fetchone()
+        created = conn.execute("SELECT count(*) FROM audit_log WHERE action = 'permission.rule.create'").fetchone()
     assert rows == [("BLOCK", "global", rule, "shutdown -h now"), ("PENDING", "none", None, "uptime")]
     assert created == (1,)

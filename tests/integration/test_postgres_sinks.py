@@ -105,9 +105,7 @@ def test_the_app_role_owns_nothing_and_cannot_change_the_schema(stack: RunningSt
             " AND c.relpersistence <> 't'"  # its own temporary staging tables are all it may create
         ).fetchone()
         assert owned == (0,)
-        attrs = conn.execute(
-            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
-        ).fetchone()
+        attrs = conn.execute("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
         assert attrs == (False, False)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("DROP TABLE episodes")

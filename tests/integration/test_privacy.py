@@ -104,9 +104,7 @@ async def test_agents_producing_to_kafka_directly_are_filtered_by_the_worker(
     await producer.start()
     try:
         record = avro_record(tenant, CONTENT, metadata={"note": f"card {SECRETS['card_number']}"})
-        await producer.send_and_wait(
-            topics.TURNS, key=turn_key(tenant, "s1"), value=turn_event_codec().encode(record)
-        )
+        await producer.send_and_wait(topics.TURNS, key=turn_key(tenant, "s1"), value=turn_event_codec().encode(record))
     finally:
         await producer.stop()
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)

@@ -47,9 +47,7 @@ async def store(stack: RunningStack, tenant: str, rows: list[dict[str, Any]]) ->
 
 
 async def search(gateway: httpx.AsyncClient, tenant: str, q: str, **params: Any) -> list[dict[str, Any]]:
-    response = await gateway.get(
-        "/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q, **params}
-    )
+    response = await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q, **params})
     assert response.status_code == 200, response.text
     hits: list[dict[str, Any]] = response.json()["hits"]
     return hits
@@ -84,9 +82,7 @@ async def test_other_users_and_tenants_are_invisible(
     assert await search(gateway, tenant, "secret plan") == []
 
 
-async def test_expired_rows_are_never_served(
-    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
-) -> None:
+async def test_expired_rows_are_never_served(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
     ids = await store(
         stack,
         tenant,
@@ -123,17 +119,13 @@ async def test_text_and_vector_ranks_are_reported_and_fused(
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
 
 
-async def test_hostile_query_text_is_just_text(
-    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
-) -> None:
+async def test_hostile_query_text_is_just_text(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
     await store(stack, tenant, [{"content": "ordinary memory"}])
     for q in ["'; DROP TABLE episodes; --", "a & b | !c <-> (d", "%s %(tenant_id)s", "\\x00"]:
         response = await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q})
         assert response.status_code == 200
     with stack.db(tenant) as conn:
-        assert conn.execute("SELECT count(*) FROM episodes WHERE tenant_id = %s", (tenant,)).fetchone() == (
-            1,
-        )
+        assert conn.execute("SELECT count(*) FROM episodes WHERE tenant_id = %s", (tenant,)).fetchone() == (1,)
 
 
 async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, tenant: str) -> None:
@@ -153,20 +145,14 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
         async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
             await register_vector_async(conn)
             await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
-            exact = await vector_candidates(
-                conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="exact"
-            )
+            exact = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="exact")
             async with conn.transaction():
                 await conn.execute("SET LOCAL enable_seqscan = off")
                 await conn.execute("SET LOCAL enable_indexscan = on")
-                hnsw = await vector_candidates(
-                    conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="hnsw"
-                )
+                hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="hnsw")
         assert [r["event_id"] for r in hnsw] == [r["event_id"] for r in exact]
         with stack.owner_db() as conn:
-            names = {
-                r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")
-            }
+            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) in names
     finally:
         ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim)

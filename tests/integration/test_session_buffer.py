@@ -39,10 +39,14 @@ async def test_lua_script_matches_the_reference_window(
             # A score fixes the tokens: the same event redelivered is the same member.
             entries = [entry(score, (score * 7) % 30 + 1) for score, _ in batch]
             seen.extend(entries)
-            await buffers.append({(tenant, session): entries})
+            appended = (await buffers.append({(tenant, session): entries}))[(tenant, session)]
             expected = window(seen, max_turns=max_turns, max_tokens=max_tokens)
-            got = await buffers.read(tenant, session)
-            assert [g["event_id"] for g in got] == [orjson.loads(e.member)["event_id"] for e in expected]
+            view = await buffers.view(tenant, session)
+            assert [g["event_id"] for g in view.window] == [orjson.loads(e.member)["event_id"] for e in expected]
+            distinct = len({e.member for e in seen})
+            # Nothing is trimmed before it is summarised: the rest waits, oldest first.
+            assert appended.held == distinct and appended.due == distinct - len(expected)
+            assert len(view.pending) == appended.due
     finally:
         await client.aclose()
 
@@ -61,5 +65,58 @@ async def test_sessions_share_a_hash_slot_and_expire(stack: RunningStack) -> Non
         assert key_slot(buffer_key("acme", "s-9").encode()) != key_slot(buffer_key("acme", "s-10").encode())
         assert 0 < await client.ttl(b"ms:buf:{acme:s-9}") <= 120
         await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def test_summarize_before_trim_folds_exactly_the_summarised_turns(stack: RunningStack) -> None:
+    client = aioredis.from_url(stack.settings.require_redis_url())
+    try:
+        buffers = SessionBuffers(client, max_turns=10, max_tokens=10_000)
+        tenant, session = f"t-{uuid.uuid4().hex[:8]}", "s"
+        result = (await buffers.append({(tenant, session): [entry(s, 5) for s in range(1, 31)]}))[(tenant, session)]
+        assert (result.held, result.due, result.request) == (30, 20, True)
+        again = (await buffers.append({(tenant, session): [entry(31, 5)]}))[(tenant, session)]
+        assert again.request is False, "one compaction request in flight per session"
+
+        due = await buffers.due(tenant, session, limit=100)
+        assert [orjson.loads(e.member)["event_id"] for e in due] == [f"e{s}" for s in range(1, 22)]
+        # A turn that arrives while the summariser works is not touched by its fold.
+        await buffers.append({(tenant, session): [entry(32, 5)]})
+        folded = await buffers.fold(
+            tenant, session, due, text="decided: rsync", summarizer="test", input_tokens=7, output_tokens=3,
+            agents=["agent-1"],
+        )  # fmt: skip
+        assert folded == 21
+        view = await buffers.view(tenant, session)
+        assert [t["event_id"] for t in view.window] == [f"e{s}" for s in range(23, 33)]
+        assert [t["event_id"] for t in view.pending] == ["e22"]
+        assert view.summary is not None
+        assert (view.summary.text, view.summary.turns, view.summary.input_tokens) == ("decided: rsync", 21, 7)
+        assert view.summary.agents == ("agent-1",)
+
+        # A late turn older than what the summary covers is ignored; a stale fold is refused.
+        late = (await buffers.append({(tenant, session): [entry(5, 5)]}))[(tenant, session)]
+        assert "e5" not in [t["event_id"] for t in await buffers.read(tenant, session)]
+        # The fold released the request flag: with e22 still due, the next append requests again.
+        assert late.request is True
+        assert (
+            await buffers.fold(
+                tenant, session, due, text="x", summarizer="t", input_tokens=0, output_tokens=0, agents=[]
+            )
+            == -1
+        )
+    finally:
+        await client.aclose()
+
+
+async def test_the_hard_cap_bounds_a_buffer_whose_summariser_is_down(stack: RunningStack) -> None:
+    client = aioredis.from_url(stack.settings.require_redis_url())
+    try:
+        buffers = SessionBuffers(client, max_turns=5, max_tokens=10_000, hard_cap=12)
+        tenant, session = f"t-{uuid.uuid4().hex[:8]}", "s"
+        result = (await buffers.append({(tenant, session): [entry(s, 1) for s in range(1, 21)]}))[(tenant, session)]
+        assert (result.held, result.due) == (12, 7)
+        assert [t["event_id"] for t in await buffers.read(tenant, session)] == [f"e{s}" for s in range(9, 21)]
     finally:
         await client.aclose()

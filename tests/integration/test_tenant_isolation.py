@@ -37,9 +37,7 @@ async def victim(stack: RunningStack, running_worker: WorkerHandle, gateway_app:
                                   user_id="v-user", shared=True)]},
         )  # fmt: skip
         assert response.status_code == 202
-        rule = await a.post(
-            "/v1/permissions/rules", json={"tool": "shell", "effect": "BLOCK", "pattern": "^deploy"}
-        )
+        rule = await a.post("/v1/permissions/rules", json={"tool": "shell", "effect": "BLOCK", "pattern": "^deploy"})
         assert rule.status_code == 201
     await eventually(lambda: count_rows(stack, "episodes", tenant) == 1)
     return {"tenant": tenant, "key": key, "rule_id": rule.json()["rule_id"]}
@@ -84,9 +82,7 @@ async def test_injection_payloads_in_every_text_parameter_are_inert(
         await gateway.get("/v1/search", params={"user_id": payload, "q": "teapot"}),
         await gateway.get("/v1/search", params={"user_id": "v-user", "q": "x", "project_id": payload}),
         await gateway.get(f"/v1/sessions/{payload}/buffer"),
-        await gateway.post(
-            "/v1/permissions/evaluate", json={"session_id": "s", "tool": payload, "command": payload}
-        ),
+        await gateway.post("/v1/permissions/evaluate", json={"session_id": "s", "tool": payload, "command": payload}),
         await gateway.post(
             "/v1/permissions/rules",
             json={"tool": payload, "effect": "ALLOW", "pattern": "^safe$", "description": payload},
@@ -113,9 +109,7 @@ async def test_row_level_security_is_the_boundary_not_just_the_application(
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table  # noqa: S608
     with stack.db(tenant) as conn:  # another tenant set: nothing of the victim's, even asked by name
         assert conn.execute("SELECT count(*) FROM episodes WHERE tenant_id = %s", (other,)).fetchone() == (0,)
-        assert conn.execute("SELECT count(*) FROM audit_log WHERE tenant_id = %s", (other,)).fetchone() == (
-            0,
-        )
+        assert conn.execute("SELECT count(*) FROM audit_log WHERE tenant_id = %s", (other,)).fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
             conn.execute(
                 "INSERT INTO permission_rules (tenant_id, tool, effect, pattern) VALUES (%s, 'x', 'ALLOW', 'y')",
@@ -172,9 +166,7 @@ async def test_agent_private_memory_is_invisible_to_other_agents(
         seen_by_x = await x.get("/v1/search", params={"user_id": "u1", "q": "vault code tulip Bangkok"})
         assert len(seen_by_x.json()["hits"]) == 2
     async with client_for(gateway_app, key_tenant) as whole:
-        assert (
-            len((await whole.get("/v1/search", params={"user_id": "u1", "q": "vault"})).json()["hits"]) == 2
-        )
+        assert len((await whole.get("/v1/search", params={"user_id": "u1", "q": "vault"})).json()["hits"]) == 2
     with stack.db(tenant) as conn:
         conn.execute("SELECT set_config('app.agent_id', 'agent-y', false)")
         rows = conn.execute("SELECT content FROM episodes").fetchall()

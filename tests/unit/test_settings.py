@@ -37,9 +37,7 @@ def test_invalid_values_are_refused() -> None:
         Settings(vector_index="ivfflat")
 
 
-def test_settings_survive_the_trip_to_a_child_process(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_settings_survive_the_trip_to_a_child_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     original = Settings(
         data_dir=tmp_path,
         database_url="postgresql://a:secret@h/db",

@@ -1,0 +1,132 @@
+"""Reads of long-term memory: facts (now or at a past moment) and their history, the graph,
+the best skill for a task; and tool outcomes in."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from agents_gateway.auth import Principal, scoped
+from agents_gateway.errors import AUTH_ERRORS, ApiError
+from agents_gateway.models import (
+    FactOut,
+    FactsOut,
+    NeighborOut,
+    NeighborsOut,
+    SkillOut,
+    SkillsOut,
+    ToolEventIn,
+    TurnsAccepted,
+)
+from agents_gateway.routes.sessions import ID_PATTERN
+from agents_gateway.routes.turns import publish_records
+from agents_gateway.state import GatewayState
+from memstream.extraction.types import normalise_entity
+from schemas.turns import problems
+from sinks.postgres.fact_queries import entity_history, facts_as_of
+from sinks.postgres.graph import MAX_DEPTH, neighbors
+from sinks.postgres.skills import best_skills
+from sinks.postgres.tenancy import tenant_transaction
+
+router = APIRouter(tags=["memory"], responses=AUTH_ERRORS)
+
+
+@router.get("/v1/entities", response_model=FactsOut, summary="A user's facts, current or as of a moment")
+async def get_entities(
+    request: Request,
+    principal: Annotated[Principal, Depends(scoped("read"))],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
+    scope: Annotated[Literal["global", "project", "session"] | None, Query()] = None,
+    project_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    at: Annotated[datetime | None, Query(description="ISO 8601: the facts valid then")] = None,
+) -> FactsOut:
+    state: GatewayState = request.app.state.gateway
+    if at is not None and at.tzinfo is None:
+        raise ApiError(422, "invalid_request", "at must include a timezone")
+    async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
+        rows = await facts_as_of(
+            conn, user_id=user_id, at=at, scope=scope, project_id=project_id, session_id=session_id
+        )
+    return FactsOut(user_id=user_id, at=at, facts=[FactOut(**r.__dict__) for r in rows])
+
+
+@router.get("/v1/entities/{name}/history", response_model=FactsOut, summary="Every version of a fact, oldest first")
+async def get_history(
+    request: Request,
+    principal: Annotated[Principal, Depends(scoped("read"))],
+    name: Annotated[str, Path(min_length=1, max_length=200)],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
+) -> FactsOut:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
+        rows = await entity_history(conn, user_id=user_id, entity=normalise_entity(name))
+    return FactsOut(user_id=user_id, at=None, facts=[FactOut(**r.__dict__) for r in rows])
+
+
+@router.get("/v1/graph/neighbors", response_model=NeighborsOut, summary="Entities within N hops")
+async def get_neighbors(
+    request: Request,
+    principal: Annotated[Principal, Depends(scoped("read"))],
+    entity: Annotated[str, Query(min_length=1, max_length=200)],
+    depth: Annotated[int, Query(ge=1, le=MAX_DEPTH)] = 1,
+    direction: Annotated[Literal["out", "in", "both"], Query()] = "out",
+    user_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+) -> NeighborsOut:
+    state: GatewayState = request.app.state.gateway
+    start = normalise_entity(entity)
+    async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
+        found = await neighbors(conn, start, depth=depth, direction=direction, user_id=user_id)
+    return NeighborsOut(
+        entity=start, depth=depth, direction=direction,
+        neighbors=[NeighborOut(entity=n.entity, depth=n.depth, path=n.path) for n in found],
+    )  # fmt: skip
+
+
+@router.get("/v1/skills/best", response_model=SkillsOut, summary="Skills for a task, by similarity and success")
+async def get_best_skills(
+    request: Request,
+    principal: Annotated[Principal, Depends(scoped("read"))],
+    task: Annotated[str, Query(min_length=1, max_length=500)],
+    k: Annotated[int, Query(ge=1, le=50)] = 5,
+) -> SkillsOut:
+    state: GatewayState = request.app.state.gateway
+    embedding = (await state.embedder.embed([task]))[0]
+    async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
+        found = await best_skills(conn, embedding, model=state.embedder.model_name, limit=k)
+    return SkillsOut(task=task, skills=[SkillOut(**s.__dict__) for s in found])
+
+
+@router.post("/v1/tool-events", status_code=202, response_model=TurnsAccepted, summary="Report a tool outcome")
+async def post_tool_event(
+    request: Request, body: ToolEventIn, principal: Annotated[Principal, Depends(scoped("ingest"))]
+) -> TurnsAccepted:
+    """Published as a ``tool`` turn (it is part of the conversation and the event log); the
+    long-term memory worker counts it for the skill and keeps a failure's feedback as a lesson."""
+    state: GatewayState = request.app.state.gateway
+    agent = principal.check_agent(body.agent_id)
+    if agent is None:
+        raise ApiError(422, "invalid_request", "agent_id is required (this key is not bound to an agent)")
+    event_id = body.event_id or uuid.uuid4()
+    content = f"{body.skill}: {body.status}" + (f" - {body.feedback}" if body.feedback else "")
+    metadata = {"skill": body.skill, "feedback": body.feedback or "", "steps": _json_list(body.steps)}
+    record = {
+        "event_id": str(event_id), "tenant_id": principal.tenant_id, "agent_id": agent, "user_id": body.user_id,
+        "project_id": body.project_id, "session_id": body.session_id, "role": "tool", "content": content,
+        "event_time": body.event_time.astimezone(UTC) if body.event_time else datetime.now(UTC),
+        "tool_name": body.tool_name or body.skill, "tool_status": body.status, "tags": ["tool-outcome"],
+        "metadata": {k: v for k, v in metadata.items() if v}, "shared": body.shared,
+    }  # fmt: skip
+    found = problems(record, max_content_chars=state.settings.max_content_chars)
+    if found:
+        raise ApiError(422, "invalid_request", "; ".join(found))
+    await publish_records(state, principal, [record])
+    return TurnsAccepted(accepted=1, event_ids=[event_id])
+
+
+def _json_list(items: list[str]) -> str:
+    return orjson.dumps(items).decode() if items else ""

@@ -1,0 +1,207 @@
+"""Versioned semantic memory: one current version per (tenant, user, subject), history kept.
+
+Applying a fact to what is stored:
+- nothing current about its subject → insert version 1;
+- the same statement, or one whose embedding is within ``merge_threshold`` cosine of the
+  current version's → *merge*: no new version, the event joins the current one's sources
+  (the top complaint about Mem0 and Graphiti is duplicates piling up);
+- anything else → *supersede*: the current version's validity closes (``valid_to``,
+  ``superseded_by``) and a new version opens, so "what did the user prefer in March" stays
+  answerable. Edges (triples) follow their fact version: they close with it.
+
+Every change is audited in the same transaction; a fact of an erased user, or one whose
+source event was already applied (a redelivery), changes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from psycopg.rows import dict_row
+
+from memstream.extraction.types import Triple
+from sinks.postgres.audit import append_audit
+from sinks.postgres.erasure import erased_users, lock_users
+
+Action = Literal["insert", "merge", "supersede", "duplicate", "erased"]
+_EDGE_NAMESPACE = uuid.UUID("6f1c3c1e-4a53-4b0e-9d6a-6d656d737472")
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    fact_id: uuid.UUID
+    tenant_id: str
+    user_id: str
+    agent_id: str
+    session_id: str
+    project_id: str | None
+    source_event_id: uuid.UUID
+    observed_at: datetime
+    entity: str
+    category: str
+    scope: str
+    summary: str
+    importance: float
+    triples: tuple[Triple, ...]
+    shared: bool
+    extractor: str
+    embedding: npt.NDArray[np.float32]
+
+    @property
+    def subject_key(self) -> str:
+        return subject_key(self.scope, self.project_id, self.session_id, self.entity)
+
+
+@dataclass(frozen=True)
+class Applied:
+    action: Action
+    fact_id: uuid.UUID
+    previous_fact_id: uuid.UUID | None = None
+    version: int = 0
+
+
+def subject_key(scope: str, project_id: str | None, session_id: str, entity: str) -> str:
+    """What a fact is about: its entity, within its scope (a project's "database" and the
+    user's global "database" are different subjects)."""
+    where = project_id if scope == "project" else session_id if scope == "session" else ""
+    return f"{scope}:{where}:{entity}"
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.lower().split()).rstrip(".") == " ".join(b.lower().split()).rstrip(".")
+
+
+def _cosine(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
+    denominator = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
+    return float(np.dot(a, b)) / denominator
+
+
+_CURRENT = (
+    "SELECT fact_id, summary, embedding, version, importance, sources, valid_from FROM facts"
+    " WHERE tenant_id = %s AND user_id = %s AND subject_key = %s AND valid_to IS NULL FOR UPDATE"
+)
+_INSERT = (
+    "INSERT INTO facts (tenant_id, fact_id, user_id, agent_id, session_id, project_id, scope, subject_key,"
+    " entity, category, summary, importance, shared, embedding, embedding_model, embedding_dim, version,"
+    " valid_from, change_reason, source_event_id, sources, extractor)"
+    " VALUES (%(tenant)s, %(fact_id)s, %(user)s, %(agent)s, %(session)s, %(project)s, %(scope)s, %(key)s,"
+    " %(entity)s, %(category)s, %(summary)s, %(importance)s, %(shared)s, %(embedding)s, %(model)s, %(dim)s,"
+    " %(version)s, %(valid_from)s, %(reason)s, %(source)s, ARRAY[%(source)s]::uuid[], %(extractor)s)"
+)
+
+
+async def _insert(
+    conn: psycopg.AsyncConnection[Any], fact: FactRecord, *, model: str, version: int, reason: str
+) -> None:
+    await conn.execute(
+        _INSERT,
+        {
+            "tenant": fact.tenant_id, "fact_id": fact.fact_id, "user": fact.user_id, "agent": fact.agent_id,
+            "session": fact.session_id, "project": fact.project_id if fact.scope == "project" else None,
+            "scope": fact.scope, "key": fact.subject_key, "entity": fact.entity, "category": fact.category,
+            "summary": fact.summary, "importance": fact.importance, "shared": fact.shared,
+            "embedding": fact.embedding, "model": model, "dim": int(fact.embedding.shape[0]),
+            "version": version, "valid_from": fact.observed_at, "reason": reason,
+            "source": fact.source_event_id, "extractor": fact.extractor,
+        },
+    )  # fmt: skip
+    await _insert_edges(conn, fact, fact.fact_id)
+
+
+_INSERT_EDGE = """
+INSERT INTO edges (tenant_id, edge_id, user_id, agent_id, project_id, subject, predicate, object, fact_id,
+                   source_event_id, shared, valid_from)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (tenant_id, user_id, subject, predicate, object) WHERE valid_to IS NULL DO NOTHING
+"""
+
+
+async def _insert_edges(conn: psycopg.AsyncConnection[Any], fact: FactRecord, fact_id: uuid.UUID) -> None:
+    for t in fact.triples:
+        edge_id = uuid.uuid5(_EDGE_NAMESPACE, f"{fact_id}|{t.subject}|{t.predicate}|{t.object}")
+        await conn.execute(
+            _INSERT_EDGE,
+            (fact.tenant_id, edge_id, fact.user_id, fact.agent_id, fact.project_id, t.subject, t.predicate,
+             t.object, fact_id, fact.source_event_id, fact.shared, fact.observed_at),
+        )  # fmt: skip
+
+
+async def apply_fact(
+    conn: psycopg.AsyncConnection[Any], fact: FactRecord, *, model: str, merge_threshold: float
+) -> Applied:
+    """Apply one fact of the current tenant (``act_as`` first, users locked by the caller)."""
+    cur = await conn.execute(
+        "SELECT 1 FROM facts WHERE tenant_id = %s AND (fact_id = %s OR"
+        " (user_id = %s AND subject_key = %s AND %s = ANY(sources)))",
+        (fact.tenant_id, fact.fact_id, fact.user_id, fact.subject_key, fact.source_event_id),
+    )
+    if await cur.fetchone() is not None:
+        return Applied("duplicate", fact.fact_id)  # this event was applied before: a redelivery
+    async with conn.cursor(row_factory=dict_row) as dcur:
+        await dcur.execute(_CURRENT, (fact.tenant_id, fact.user_id, fact.subject_key))
+        current = await dcur.fetchone()
+    audit = {"memory_type": "semantic", "subject_key": fact.subject_key, "entity": fact.entity,
+             "source_event_id": str(fact.source_event_id), "extractor": fact.extractor}  # fmt: skip
+    if current is None:
+        await _insert(conn, fact, model=model, version=1, reason=f"stated in event {fact.source_event_id}")
+        await append_audit(conn, tenant_id=fact.tenant_id, actor="worker", action="memory.insert",
+                           subject=str(fact.fact_id), detail={**audit, "version": 1})  # fmt: skip
+        return Applied("insert", fact.fact_id, version=1)
+    embedding = np.asarray(current["embedding"], dtype=np.float32)
+    if _same(current["summary"], fact.summary) or (
+        embedding.shape == fact.embedding.shape and _cosine(embedding, fact.embedding) >= merge_threshold
+    ):
+        await conn.execute(
+            "UPDATE facts SET sources = array_append(sources, %s), importance = greatest(importance, %s)"
+            " WHERE tenant_id = %s AND fact_id = %s",
+            (fact.source_event_id, fact.importance, fact.tenant_id, current["fact_id"]),
+        )
+        await _insert_edges(conn, fact, current["fact_id"])
+        await append_audit(
+            conn, tenant_id=fact.tenant_id, actor="worker", action="memory.merge",
+            subject=str(current["fact_id"]), detail={**audit, "merged_summary": fact.summary},
+        )  # fmt: skip
+        return Applied("merge", current["fact_id"], version=current["version"])
+    closes_at = max(fact.observed_at, current["valid_from"])
+    version = current["version"] + 1
+    await conn.execute(
+        "UPDATE facts SET valid_to = %s, superseded_by = %s WHERE tenant_id = %s AND fact_id = %s",
+        (closes_at, fact.fact_id, fact.tenant_id, current["fact_id"]),
+    )
+    await conn.execute(
+        "UPDATE edges SET valid_to = %s WHERE tenant_id = %s AND fact_id = %s AND valid_to IS NULL",
+        (closes_at, fact.tenant_id, current["fact_id"]),
+    )
+    reason = f"supersedes version {current['version']} ({current['fact_id']}): stated in event {fact.source_event_id}"
+    await _insert(conn, fact, model=model, version=version, reason=reason)
+    await append_audit(
+        conn, tenant_id=fact.tenant_id, actor="worker", action="memory.supersede", subject=str(fact.fact_id),
+        detail={**audit, "version": version, "previous_fact_id": str(current["fact_id"])},
+    )  # fmt: skip
+    return Applied("supersede", fact.fact_id, previous_fact_id=current["fact_id"], version=version)
+
+
+async def apply_facts(
+    conn: psycopg.AsyncConnection[Any], facts: Sequence[FactRecord], *, model: str, merge_threshold: float
+) -> list[Applied]:
+    """Apply one tenant's facts in order (caller: ``act_as`` in a transaction)."""
+    if not facts:
+        return []
+    tenant = facts[0].tenant_id
+    users = {f.user_id for f in facts}
+    await lock_users(conn, tenant, users)
+    erased = await erased_users(conn, tenant, users)
+    applied = []
+    for fact in facts:
+        if fact.user_id in erased and fact.observed_at <= erased[fact.user_id]:
+            applied.append(Applied("erased", fact.fact_id))
+            continue
+        applied.append(await apply_fact(conn, fact, model=model, merge_threshold=merge_threshold))
+    return applied

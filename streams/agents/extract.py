@@ -1,0 +1,162 @@
+"""Fact extraction: from each user or assistant turn, facts published to ``memstream.facts.v1``.
+
+Runs in the long-term memory worker (its own consumer group), never on an agent's request
+path and never in the way of ingestion: a slow or failing LLM delays facts, not turns.
+Each turn is extracted with its session's recent turns as context, the user's previous
+session id and the turn's date, so relative time words can be rewritten. When the LLM's
+answer is malformed (twice) or refused, the offline extractor handles that turn instead,
+and says so in the fact's ``extractor``; rate limits and outages are retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections import OrderedDict, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import faust
+
+from memstream.extraction.types import ExtractedFact, ExtractionContext, ExtractionTurn
+from memstream.llm.base import LLMError
+from schemas.codec import AvroCodec
+from schemas.turns import Turn
+from sinks.postgres.tenancy import tenant_transaction
+from streams.decoding import Decoded
+from streams.resources import MemoryResources
+from streams.stage import SinkStage
+
+log = logging.getLogger(__name__)
+
+FACT_NAMESPACE = uuid.UUID("0d5e0b2c-7f40-4d8b-9c1e-6d656d666163")
+EXTRACTED_ROLES = ("user", "assistant")
+CONTEXT_TURNS = 6
+
+
+def fact_id(source_event_id: uuid.UUID, index: int, fact: ExtractedFact) -> uuid.UUID:
+    """Deterministic: the same event re-extracted (a redelivery, a replay) gives the same ids."""
+    return uuid.uuid5(FACT_NAMESPACE, f"{source_event_id}:{index}:{fact.scope}:{fact.entity}")
+
+
+def to_extraction_turn(turn: Turn) -> ExtractionTurn:
+    return ExtractionTurn(
+        event_id=turn.event_id, role=turn.role, content=turn.content, event_time=turn.event_time,
+        session_id=turn.session_id, project_id=turn.project_id, tool_name=turn.tool_name,
+        tool_status=turn.tool_status,
+    )  # fmt: skip
+
+
+class ExtractionStage(SinkStage):
+    name = "extract"
+
+    def __init__(self, resources: MemoryResources, facts_topic: faust.TopicT, codec: AvroCodec) -> None:
+        self.resources = resources
+        self.topic = facts_topic
+        self.codec = codec
+        self._previous: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
+
+    async def _previous_session(self, turn: Turn) -> str | None:
+        key = (turn.tenant_id, turn.user_id, turn.session_id)
+        if key in self._previous:
+            return self._previous[key]
+        async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
+            cur = await conn.execute(
+                "SELECT session_id FROM event_log WHERE tenant_id = %s AND user_id = %s AND session_id <> %s"
+                " AND event_time < %s ORDER BY event_time DESC LIMIT 1",
+                (turn.tenant_id, turn.user_id, turn.session_id, turn.event_time),
+            )
+            row = await cur.fetchone()
+        previous = row[0] if row else None
+        self._previous[key] = previous
+        while len(self._previous) > 10_000:
+            self._previous.popitem(last=False)
+        return previous
+
+    async def _recent(self, turn: Turn) -> list[ExtractionTurn]:
+        """The session's buffered turns before this one (the ingest worker may be behind:
+        the batch's own earlier turns are added by the caller)."""
+        buffered = await self.resources.buffers.read(turn.tenant_id, turn.session_id)
+        out = []
+        for raw in buffered:
+            if raw["event_id"] == str(turn.event_id):
+                break
+            out.append(
+                ExtractionTurn(
+                    event_id=uuid.UUID(raw["event_id"]),
+                    role=raw["role"],
+                    content=raw["content"],
+                    event_time=turn.event_time,
+                    session_id=turn.session_id,
+                    project_id=raw.get("project_id"),
+                )
+            )
+        return out
+
+    async def _extract(self, turn: Turn, context: ExtractionContext) -> tuple[list[ExtractedFact], str]:
+        models = self.resources.models
+        subject = to_extraction_turn(turn)
+        for attempt in (1, 2):
+            try:
+                return await models.extractor.extract(subject, context), models.extractor.name
+            except LLMError as exc:
+                if exc.kind == "malformed" and attempt == 1:
+                    continue
+                if exc.kind not in ("malformed", "refused"):
+                    raise  # rate limits and outages: retried by the stage, nothing is lost
+                log.warning(
+                    "extraction of %s by %s failed (%s: %s); using %s",
+                    turn.event_id, models.extractor.name, exc.kind, exc, models.fallback_extractor.name,
+                )  # fmt: skip
+                break
+        return await models.fallback_extractor.extract(subject, context), models.fallback_extractor.name
+
+    async def write(self, batch: Sequence[Decoded]) -> None:
+        by_session: dict[tuple[str, str], list[Turn]] = defaultdict(list)
+        for item in batch:
+            if item.turn.role in EXTRACTED_ROLES:
+                by_session[item.turn.session_key].append(item.turn)
+        jobs: list[tuple[Turn, ExtractionContext]] = []
+        for turns in by_session.values():
+            earlier = await self._recent(turns[0])
+            for turn in turns:
+                jobs.append((turn, await self._context(turn, tuple(earlier[-CONTEXT_TURNS:]))))
+                earlier.append(to_extraction_turn(turn))
+        results = await asyncio.gather(*(self._extract(turn, context) for turn, context in jobs))
+        acks = []
+        for (turn, _), (facts, extractor) in zip(jobs, results, strict=True):
+            for index, fact in enumerate(facts):
+                value = self.codec.encode(self._event(turn, index, fact, extractor))
+                key = f"{turn.tenant_id}\x1f{turn.user_id}".encode()
+                acks.append(await self.topic.send(key=key, value=value))
+        for ack in acks:
+            await ack
+
+    async def _context(self, turn: Turn, recent: tuple[ExtractionTurn, ...]) -> ExtractionContext:
+        return ExtractionContext(
+            tenant_id=turn.tenant_id, user_id=turn.user_id, agent_id=turn.agent_id, session_id=turn.session_id,
+            project_id=turn.project_id, now=turn.event_time,
+            previous_session_id=await self._previous_session(turn), recent=recent,
+        )  # fmt: skip
+
+    @staticmethod
+    def _event(turn: Turn, index: int, fact: ExtractedFact, extractor: str) -> dict[str, Any]:
+        return {
+            "fact_id": str(fact_id(turn.event_id, index, fact)),
+            "tenant_id": turn.tenant_id,
+            "user_id": turn.user_id,
+            "agent_id": turn.agent_id,
+            "session_id": turn.session_id,
+            "project_id": fact.project_id if fact.scope == "project" else None,
+            "source_event_id": str(turn.event_id),
+            "observed_at": turn.event_time,
+            "entity": fact.entity,
+            "category": fact.category,
+            "scope": fact.scope,
+            "summary": fact.summary,
+            "importance": fact.importance,
+            "triples": [{"subject": t.subject, "predicate": t.predicate, "object": t.object} for t in fact.triples],
+            "shared": turn.shared,
+            "extractor": extractor,
+        }

@@ -1,0 +1,101 @@
+"""The session summariser: folds the turns beyond a session's window into its rolling
+summary, then trims them (summarize-before-trim), off the append path.
+
+Requests come from ``memstream.compaction.v1`` (raised by the buffer updater when a session
+passes its window), keyed by session, so one session is summarised by one consumer at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import faust
+import orjson
+
+from memstream.llm.base import LLMError
+from memstream.summarization.base import Summary, SummaryTurn
+from schemas.codec import AvroCodec
+from schemas.errors import DecodeError
+from sinks.redis.buffer import BufferEntry
+from streams.deadletter import DeadLetters
+from streams.resources import MemoryResources
+from streams.retry import retry_until_done
+
+log = logging.getLogger(__name__)
+
+
+async def _summarize(resources: MemoryResources, previous: str | None, turns: Sequence[SummaryTurn]) -> Summary:
+    models = resources.models
+    max_tokens = resources.settings.summary_max_tokens
+    try:
+        return await models.summarizer.summarize(previous, turns, max_tokens=max_tokens)
+    except LLMError as exc:
+        if exc.kind not in ("malformed", "refused"):
+            raise
+        log.warning("summary by %s failed (%s); using %s", models.summarizer.name, exc.kind,
+                    models.fallback_summarizer.name)  # fmt: skip
+        return await models.fallback_summarizer.summarize(previous, turns, max_tokens=max_tokens)
+
+
+def _turn(entry: BufferEntry) -> tuple[SummaryTurn, dict[str, object]]:
+    raw = orjson.loads(entry.member)
+    when = datetime.fromtimestamp(entry.score / 1e6, UTC)
+    return SummaryTurn(role=raw["role"], content=raw["content"], event_time=when), raw
+
+
+async def fold_session(resources: MemoryResources, tenant_id: str, session_id: str) -> int:
+    """Fold everything beyond the window into the summary; returns the turns folded."""
+    buffers = resources.buffers
+    total = 0
+    while True:
+        due = await buffers.due(tenant_id, session_id, limit=resources.settings.summary_fold_max_turns)
+        if not due:
+            await buffers.release_request(tenant_id, session_id)
+            return total
+        previous = await buffers.summary(tenant_id, session_id)
+        parsed = [_turn(e) for e in due]
+        summary = await _summarize(resources, previous.text if previous else None, [t for t, _ in parsed])
+        agents = set(previous.agents if previous else ()) | {
+            str(raw["agent_id"]) for _, raw in parsed if not raw.get("shared")
+        }
+        folded = await buffers.fold(
+            tenant_id, session_id, due, text=summary.text, summarizer=summary.summarizer,
+            input_tokens=summary.input_tokens, output_tokens=summary.output_tokens, agents=sorted(agents),
+        )  # fmt: skip
+        if folded < 0:
+            continue  # another fold won the race: read again
+        total += folded
+        resources.metrics.summaries.labels(summarizer=summary.summarizer).inc()
+        resources.metrics.summary_tokens.labels(direction="input").inc(summary.input_tokens)
+        resources.metrics.summary_tokens.labels(direction="output").inc(summary.output_tokens)
+
+
+async def run_summaries(
+    stream: faust.Stream[bytes],
+    resources: MemoryResources,
+    *,
+    codec: AvroCodec,
+    dead_letters: DeadLetters,
+    max_events: int,
+    within_s: float,
+) -> None:
+    async for events in stream.take_events(max_events, within_s):
+        sessions: dict[tuple[str, str], None] = {}
+        for event in events:
+            raw = event.message.value
+            try:
+                request = codec.decode(raw if isinstance(raw, bytes) else b"")
+            except DecodeError as exc:
+                await dead_letters.send(event, reason=exc.reason, error="DecodeError", stage="summaries")
+                continue
+            sessions[(str(request["tenant_id"]), str(request["session_id"]))] = None
+        for tenant, session in sessions:
+
+            async def fold(tenant: str = tenant, session: str = session) -> int:
+                return await fold_session(resources, tenant, session)
+
+            await retry_until_done(fold, what="session summary", backoff=resources.backoff, where=f"{tenant}/{session}")
+        for event in events:
+            await stream.ack(event)

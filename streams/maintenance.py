@@ -1,0 +1,132 @@
+"""Maintenance runs: expiry, compaction of old episodes into daily summaries, forgetting.
+
+Run by a timer in the long-term memory worker (``MEMSTREAM_MAINTENANCE_INTERVAL_S``) and by
+``memstream maintain`` (which can also dry-run). One tenant at a time, under RLS.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+
+from memstream.embedder import Embedder
+from memstream.settings import Settings
+from memstream.summarization.base import Summarizer, SummaryTurn
+from memstream.tokens import TokenCounter
+from schemas.turns import Turn
+from sinks.postgres.episodes import Episode, upsert_episodes
+from sinks.postgres.maintenance import (
+    DayOfEpisodes,
+    RetentionPolicy,
+    days_to_compact,
+    delete_expired,
+    episodes_of_day,
+    forget,
+    record_compaction,
+    retention_policy,
+    summary_event_id,
+    tenants,
+)
+from sinks.postgres.tenancy import tenant_transaction
+
+log = logging.getLogger(__name__)
+MAINTENANCE_AGENT = "memstream"
+
+
+@dataclass
+class TenantReport:
+    tenant_id: str
+    dry_run: bool
+    expired: dict[str, int] = field(default_factory=dict)
+    compacted: list[dict[str, Any]] = field(default_factory=list)
+    forgotten: dict[str, int] = field(default_factory=dict)
+    forgotten_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Maintainer:
+    pool: AsyncConnectionPool
+    settings: Settings
+    summarizer: Summarizer
+    embedder: Embedder
+    tokens: TokenCounter
+
+    async def tenants(self) -> list[str]:
+        async with self.pool.connection() as conn:
+            return await tenants(conn)
+
+    async def run(self, tenant_id: str, *, dry_run: bool = False, compact: bool = True,
+                  forget_: bool = True, expire: bool = True) -> TenantReport:  # fmt: skip
+        report = TenantReport(tenant_id, dry_run)
+        async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
+            policy = await retention_policy(conn, tenant_id)
+            if expire and not dry_run:
+                report.expired = await delete_expired(conn, tenant_id)
+        if compact:
+            report.compacted = await self._compact(tenant_id, policy, dry_run=dry_run)
+        if forget_:
+            async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
+                forgotten = await forget(conn, tenant_id, policy, dry_run=dry_run)
+            report.forgotten = {rule: len(ids) for rule, ids in forgotten.by_rule.items()}
+            report.forgotten_ids = forgotten.forgotten
+        return report
+
+    async def _compact(self, tenant_id: str, policy: RetentionPolicy, *, dry_run: bool) -> list[dict[str, Any]]:
+        days = policy.compact_after_days or self.settings.compact_after_days
+        older_than = datetime.now(UTC) - timedelta(days=days)
+        async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
+            candidates = await days_to_compact(
+                conn, older_than=older_than, min_episodes=self.settings.compact_min_episodes, limit=100
+            )
+        done = []
+        for user_id, day in candidates:
+            async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
+                episodes = await episodes_of_day(conn, user_id, day, cap=self.settings.summary_fold_max_turns)
+            if not episodes.episodes:
+                continue
+            entry: dict[str, Any] = {
+                "user_id": user_id,
+                "day": day.isoformat(),
+                "episodes": len(episodes.episodes),
+            }
+            if not dry_run:
+                entry["summary_event_id"] = str(await self._compact_day(tenant_id, episodes))
+            done.append(entry)
+        return done
+
+    async def _compact_day(self, tenant_id: str, day: DayOfEpisodes) -> Any:
+        turns = [SummaryTurn(e["role"], e["content"], e["created_at"]) for e in day.episodes]
+        summary = await self.summarizer.summarize(None, turns, max_tokens=self.settings.summary_max_tokens)
+        first = day.episodes[0]
+        summary_id = summary_event_id(tenant_id, day.user_id, day.day, first["event_id"])
+        end = datetime(day.day.year, day.day.month, day.day.day, tzinfo=UTC) + timedelta(days=1, microseconds=-1)
+        text = f"Summary of {day.day.isoformat()} ({len(turns)} turns): {summary.text}"
+        turn = Turn(
+            event_id=summary_id, tenant_id=tenant_id, agent_id=MAINTENANCE_AGENT, user_id=day.user_id,
+            project_id=None, session_id=f"maintenance:{day.day.isoformat()}", role="system", content=text,
+            event_time=end, tags=("summary",), metadata={"compacted_from": str(len(turns)), "day": day.day.isoformat()},
+            shared=all(e["shared"] for e in day.episodes),
+        )  # fmt: skip
+        vector = (await self.embedder.embed([text]))[0]
+        episode = Episode(
+            turn, vector, self.tokens.count(text), importance=max(float(e["importance"]) for e in day.episodes),
+            memory_type="summary",
+        )  # fmt: skip
+        async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
+            await upsert_episodes(conn, [episode], model=self.embedder.model_name)
+            await record_compaction(
+                conn, tenant_id=tenant_id, day=day, summary_id=summary_id, summarizer=summary.summarizer,
+                agent_id=MAINTENANCE_AGENT,
+            )  # fmt: skip
+        log.info("compacted %d episodes of %s/%s into %s", len(turns), day.user_id, day.day, summary_id)
+        return summary_id
+
+    async def run_all(self, **options: Any) -> list[TenantReport]:
+        return [await self.run(tenant, **options) for tenant in await self.tenants()]
