@@ -24,6 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 import psycopg
+from pgvector import Vector
 from psycopg.rows import dict_row
 
 from memstream.extraction.types import Triple
@@ -154,7 +155,8 @@ async def apply_fact(
         await append_audit(conn, tenant_id=fact.tenant_id, actor="worker", action="memory.insert",
                            subject=str(fact.fact_id), detail={**audit, "version": 1})  # fmt: skip
         return Applied("insert", fact.fact_id, version=1)
-    embedding = np.asarray(current["embedding"], dtype=np.float32)
+    stored = current["embedding"]
+    embedding = np.asarray(stored.to_numpy() if isinstance(stored, Vector) else stored, dtype=np.float32)
     if _same(current["summary"], fact.summary) or (
         embedding.shape == fact.embedding.shape and _cosine(embedding, fact.embedding) >= merge_threshold
     ):

@@ -31,8 +31,9 @@ WITH RECURSIVE walk(node, depth, path, hops) AS (
     ) nxt
     WHERE w.depth < %(depth)s AND NOT nxt.node = ANY(w.path)
 )
-SELECT node, min(depth) AS depth, (array_agg(hops ORDER BY depth, hops))[1] AS hops
-FROM walk WHERE depth > 0 GROUP BY node ORDER BY min(depth), node LIMIT %(limit)s
+SELECT node, depth, hops FROM (
+    SELECT DISTINCT ON (node) node, depth, hops FROM walk WHERE depth > 0 ORDER BY node, depth, hops
+) nearest ORDER BY depth, node LIMIT %(limit)s
 """
 
 

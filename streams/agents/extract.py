@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 FACT_NAMESPACE = uuid.UUID("0d5e0b2c-7f40-4d8b-9c1e-6d656d666163")
 EXTRACTED_ROLES = ("user", "assistant")
 CONTEXT_TURNS = 6
+NOT_FOUND_TTL_S = 30.0
 
 
 def fact_id(source_event_id: uuid.UUID, index: int, fact: ExtractedFact) -> uuid.UUID:
@@ -55,12 +57,16 @@ class ExtractionStage(SinkStage):
         self.resources = resources
         self.topic = facts_topic
         self.codec = codec
-        self._previous: OrderedDict[tuple[str, str, str], str | None] = OrderedDict()
+        #: (tenant, user, session) -> (previous session, when to look again)
+        self._previous: OrderedDict[tuple[str, str, str], tuple[str | None, float]] = OrderedDict()
 
     async def _previous_session(self, turn: Turn) -> str | None:
+        """The user's latest earlier session in the event log. Found ones are kept; "none yet"
+        is asked again after a while (the ingest worker may not have stored it yet)."""
         key = (turn.tenant_id, turn.user_id, turn.session_id)
-        if key in self._previous:
-            return self._previous[key]
+        cached = self._previous.get(key)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
         async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
             cur = await conn.execute(
                 "SELECT session_id FROM event_log WHERE tenant_id = %s AND user_id = %s AND session_id <> %s"
@@ -69,7 +75,7 @@ class ExtractionStage(SinkStage):
             )
             row = await cur.fetchone()
         previous = row[0] if row else None
-        self._previous[key] = previous
+        self._previous[key] = (previous, float("inf") if previous else time.monotonic() + NOT_FOUND_TTL_S)
         while len(self._previous) > 10_000:
             self._previous.popitem(last=False)
         return previous

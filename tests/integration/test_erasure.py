@@ -40,11 +40,18 @@ def history(tenant: str) -> list[dict[str, object]]:
 
 
 async def test_an_erased_user_is_gone_and_stays_gone(
-    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
 ) -> None:
     turns = history(tenant)
+    turns[0]["content"] += " I prefer dark mode and deploy with rsync."  # long-term memory too: facts
     await post_turns(gateway, turns)
     await eventually(lambda: count_rows(stack, "episodes", tenant) == 6)
+
+    async def facts_stored() -> bool:
+        response = await gateway.get("/v1/entities", params={"user_id": ERASED})
+        return len(response.json()["facts"]) >= 1
+
+    await eventually(facts_stored, timeout_s=60)
     client = redis.Redis.from_url(stack.settings.require_redis_url())
     erased_sessions = sorted({str(t["session_id"]) for t in turns if t["user_id"] == ERASED})
     assert all(client.exists(buffer_key(tenant, s)) for s in erased_sessions)
@@ -61,6 +68,7 @@ async def test_an_erased_user_is_gone_and_stays_gone(
     assert not any(client.exists(buffer_key(tenant, s)) for s in erased_sessions)
     search = await gateway.get("/v1/search", params={"user_id": ERASED, "q": SECRET_WORDS})
     assert search.json()["hits"] == []
+    assert (await gateway.get("/v1/entities", params={"user_id": ERASED})).json()["facts"] == []
     kept = await gateway.get("/v1/search", params={"user_id": KEPT, "q": "kept turn"})
     assert len(kept.json()["hits"]) == 3, "other users are untouched"
 
