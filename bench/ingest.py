@@ -182,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         default="gateway",
         help="post through the gateway, or produce Avro to Kafka directly (the worker alone)",
     )
+    parser.add_argument(
+        "--no-memory-worker",
+        action="store_true",
+        help="private stack without the long-term memory worker (ingest alone on the two cores)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings(**{**settings.model_dump(), "vector_index": args.vector_index})
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     bodies = make_batches(tenant, turns=args.turns, sessions=args.sessions, batch=args.batch, seed=args.seed)
-    with stack_session(settings, workers=args.workers) as stack:
+    with stack_session(settings, workers=args.workers, memory=not args.no_memory_worker) as stack:
         if args.via == "kafka":
             started = asyncio.run(produce_all(stack.settings.require_kafka(), bodies, rate=args.rate))
         else:
@@ -213,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "concurrency": args.concurrency,
         "offered_rate": args.rate or "max",
         "workers": stack.workers,
+        "memory_worker": not args.no_memory_worker,
         "partitions": stack.settings.topic_partitions,
         "private_stack": stack.private,
         "vector_index": stack.settings.vector_index,

@@ -137,9 +137,28 @@ def play(client: httpx.Client, *, k: int = 5, timeout_s: float = 60.0) -> int:
             _say(f"  {hit['score']:.4f}  {hit['content'].splitlines()[0]}")
         absent = missing[check.name]
         _say(f"  -> {check.name}: {'all recalled' if not absent else 'MISSING ' + ', '.join(absent)}")
+    _show_facts(client, user)
     ok = not any(missing.values())
     _say("\nOK: session 2 recalls the preferences and the project rules" if ok else "\nFAILED")
     return 0 if ok else 1
+
+
+def _show_facts(client: httpx.Client, user: str, *, timeout_s: float = 30.0) -> None:
+    """Long-term memory: the scoped facts the memory worker extracted from session 1."""
+    deadline = time.monotonic() + timeout_s
+    facts: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        response = client.get("/v1/entities", params={"user_id": user, "project_id": PROJECT})
+        facts = response.json().get("facts", []) if response.status_code == 200 else []
+        if len(facts) >= 8:
+            break
+        time.sleep(0.5)
+    _say(f"\n== session 2: long-term facts of {user} for {PROJECT} ({len(facts)}) ==")
+    for f in facts:
+        where = f"project {f['project_id']}" if f["scope"] == "project" else f["scope"]
+        _say(f"  {where:<22} {f['entity']:<18} {f['category']:<10} {f['summary']}")
+    if not facts:
+        _say("  (none yet: is the long-term memory worker running?)")
 
 
 def _client(url: str, api_key: str) -> httpx.Client:

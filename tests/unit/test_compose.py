@@ -20,13 +20,14 @@ def compose() -> dict[str, Any]:
 
 def test_production_shape() -> None:
     services = compose()["services"]
-    assert set(services) >= {"kafka", "postgres", "valkey", "migrate", "worker", "gateway"}
+    assert set(services) >= {"kafka", "postgres", "valkey", "migrate", "worker", "memory-worker", "gateway"}
     kafka = services["kafka"]["environment"]
     assert "controller" in kafka["KAFKA_PROCESS_ROLES"] and "zookeeper" not in str(services).lower()
     assert "pgvector" in services["postgres"]["image"]
     assert "valkey" in services["valkey"]["image"]
     assert services["worker"]["deploy"]["replicas"] >= 2
     assert services["worker"]["command"] == ["worker"] and services["gateway"]["command"] == ["gateway"]
+    assert services["memory-worker"]["command"] == ["worker", "--memory"]
 
 
 def test_dependencies_and_files_exist() -> None:
