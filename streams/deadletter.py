@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import faust
 
+from schemas.errors import DecodeError
 from streams import topics
 
 log = logging.getLogger(__name__)
@@ -43,3 +46,21 @@ class DeadLetters:
         pending = await self.topic.send(key=key, value=value, headers=headers)
         await pending
         self.sent += 1
+
+
+async def decode_or_dead_letter(
+    events: Sequence[faust.EventT[bytes]],
+    decode: Callable[[bytes], dict[str, Any]],
+    dead_letters: DeadLetters,
+    *,
+    stage: str,
+) -> list[dict[str, Any]]:
+    """The records of a batch that decode; the others go to the DLQ with their reason."""
+    records = []
+    for event in events:
+        raw = event.message.value
+        try:
+            records.append(decode(raw if isinstance(raw, bytes) else b""))
+        except DecodeError as exc:
+            await dead_letters.send(event, reason=exc.reason, error="DecodeError", stage=stage)
+    return records

@@ -16,7 +16,7 @@ from schemas.codec import AvroCodec
 from schemas.errors import DecodeError
 from sinks.postgres.facts import FactRecord, apply_facts
 from sinks.postgres.tenancy import tenant_transaction
-from streams.deadletter import DeadLetters
+from streams.deadletter import DeadLetters, decode_or_dead_letter
 from streams.resources import MemoryResources
 from streams.retry import Backoff, retry_until_done
 
@@ -78,13 +78,7 @@ async def run_facts(
     within_s: float,
 ) -> None:
     async for events in stream.take_events(max_events, within_s):
-        records = []
-        for event in events:
-            raw = event.message.value
-            try:
-                records.append(decode_fact(codec, raw if isinstance(raw, bytes) else b""))
-            except DecodeError as exc:
-                await dead_letters.send(event, reason=exc.reason, error="DecodeError", stage="facts")
+        records = await decode_or_dead_letter(events, lambda raw: decode_fact(codec, raw), dead_letters, stage="facts")
         if records:
             await apply_batch(resources, records, resources.backoff)
         for event in events:

@@ -17,9 +17,8 @@ import orjson
 from memstream.llm.base import LLMError
 from memstream.summarization.base import Summary, SummaryTurn
 from schemas.codec import AvroCodec
-from schemas.errors import DecodeError
 from sinks.redis.buffer import BufferEntry
-from streams.deadletter import DeadLetters
+from streams.deadletter import DeadLetters, decode_or_dead_letter
 from streams.resources import MemoryResources
 from streams.retry import retry_until_done
 
@@ -82,15 +81,8 @@ async def run_summaries(
     within_s: float,
 ) -> None:
     async for events in stream.take_events(max_events, within_s):
-        sessions: dict[tuple[str, str], None] = {}
-        for event in events:
-            raw = event.message.value
-            try:
-                request = codec.decode(raw if isinstance(raw, bytes) else b"")
-            except DecodeError as exc:
-                await dead_letters.send(event, reason=exc.reason, error="DecodeError", stage="summaries")
-                continue
-            sessions[(str(request["tenant_id"]), str(request["session_id"]))] = None
+        requests = await decode_or_dead_letter(events, codec.decode, dead_letters, stage="summaries")
+        sessions = {(str(r["tenant_id"]), str(r["session_id"])): None for r in requests}
         for tenant, session in sessions:
 
             async def fold(tenant: str = tenant, session: str = session) -> int:
