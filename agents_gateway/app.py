@@ -16,11 +16,13 @@ from agents_gateway.errors import install_error_handlers
 from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.producer import TurnProducer
-from agents_gateway.routes import health, memory, permissions, search, sessions, tenant, turns, users
+from agents_gateway.retrieval.access import AccessRecorder
+from agents_gateway.routes import context, health, memory, permissions, search, sessions, tenant, turns, users
 from agents_gateway.state import GatewayState
 from memstream.embedder import build_embedder
-from memstream.extraction.factory import describe_models
+from memstream.extraction.factory import build_llm, describe_models
 from memstream.settings import Settings
+from memstream.tokens import TokenCounter
 from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
@@ -54,11 +56,18 @@ def create_app(settings: Settings) -> FastAPI:
             policies=PolicyCache(pool),
             metrics=GatewayMetrics(),
             memory_models=describe_models(settings),
+            access=AccessRecorder(pool),
+            tokens=TokenCounter(),
+            llm=build_llm(settings),
         )
+        app.state.gateway.access.start()
         try:
             yield
         finally:
             try:
+                await app.state.gateway.access.stop()
+                if app.state.gateway.llm is not None:
+                    await app.state.gateway.llm.aclose()
                 await producer.close()
             finally:
                 await pool.close()
@@ -74,7 +83,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    for module in (turns, sessions, search, memory, permissions, tenant, users, health):
+    for module in (turns, sessions, search, context, memory, permissions, tenant, users, health):
         app.include_router(module.router)
 
     def openapi() -> dict[str, Any]:

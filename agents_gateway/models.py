@@ -115,27 +115,67 @@ class BufferOut(BaseModel):
     total_tokens: int = Field(description="Tokens of the window's turns.")
 
 
+class ScoreParts(BaseModel):
+    """How a hit's score came about: score = rrf x decay x boost (then MMR picks)."""
+
+    vector_rank: int | None = Field(description="1-based rank by vector similarity, if a candidate.")
+    text_rank: int | None = Field(description="1-based rank by full-text relevance, if a candidate.")
+    rrf: float = Field(description="Reciprocal-rank fusion of the two ranks (scaled per sub-query).")
+    decay: float = Field(description="Temporal decay, 0.5 ** (age / half-life); 1 for facts and skills.")
+    boost: float = Field(description="Importance and tag boost.")
+    mmr_penalty: float = Field(description="Highest cosine to a hit ranked above it.")
+
+
 class SearchHit(BaseModel):
-    event_id: uuid.UUID
-    session_id: str
-    project_id: str | None
-    agent_id: str
-    role: str
+    kind: Literal["episode", "fact", "skill"]
+    id: uuid.UUID = Field(description="The event id of an episode, the fact id, or the skill id.")
+    memory_type: str = Field(description="episodic, procedural, summary, fact or skill")
     content: str
-    memory_type: str
+    session_id: str | None
+    project_id: str | None
+    agent_id: str | None
+    role: str | None
+    scope: str | None = Field(description="For facts: global, project or session.")
     importance: float
     tags: list[str]
     created_at: datetime
-    score: float = Field(description="Reciprocal-rank-fusion score (higher is better).")
-    vector_rank: int | None = Field(description="1-based rank by vector similarity, if a candidate.")
-    text_rank: int | None = Field(description="1-based rank by full-text relevance, if a candidate.")
+    score: float = Field(description="Higher is better.")
+    parts: ScoreParts
+    sub_queries: list[int] = Field(description="Indices of the sub-queries that found it.")
+
+
+class DecompositionOut(BaseModel):
+    method: str = Field(description="off, rules, or llm:<model>")
+    queries: list[str]
 
 
 class SearchOut(BaseModel):
     query: str
     k: int
     embedding_model: str
+    decomposition: DecompositionOut
     hits: list[SearchHit]
+
+
+class ContextSectionOut(BaseModel):
+    name: Literal["facts", "summary", "recent", "relevant"]
+    tokens: int
+    items: int
+    dropped: int = Field(description="Candidates left out to stay within the budget.")
+
+
+class ContextOut(BaseModel):
+    prompt: str = Field(description="The packed context, in the stable layout described in the docs.")
+    tokens: int
+    budget: int
+    tokenizer: str
+    sections: list[ContextSectionOut]
+    naive_tokens: int = Field(description="Tokens of a prompt stuffed with the user's whole history instead.")
+    saved_tokens: int
+    saved_ratio: float
+    decomposition: DecompositionOut
+    facts: list[uuid.UUID]
+    relevant: list[SearchHit]
 
 
 class ErrorBody(BaseModel):

@@ -10,8 +10,11 @@ from psycopg_pool import AsyncConnectionPool
 from agents_gateway.auth import Authenticator
 from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.producer import TurnProducer
+from agents_gateway.retrieval.access import AccessRecorder
 from memstream.embedder import Embedder
+from memstream.llm.base import LLMClient
 from memstream.settings import Settings
+from memstream.tokens import TokenCounter
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import SessionBuffers
 
@@ -29,3 +32,7 @@ class GatewayState:
     metrics: GatewayMetrics
     #: What extracts facts and writes summaries (for /readyz): Gemini, or the offline fallback.
     memory_models: str
+    access: AccessRecorder
+    tokens: TokenCounter
+    #: For query decomposition by LLM (None without a Gemini key).
+    llm: LLMClient | None

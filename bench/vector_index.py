@@ -31,7 +31,7 @@ from memstream.settings import Settings, VectorIndex
 from memstream.stack.supervisor import EmbeddedStack
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from sinks.postgres.queries import EpisodeScope, vector_candidates
+from sinks.postgres.retrieval import Filters, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index
 
 TENANT = "bench"
@@ -73,7 +73,7 @@ async def load(url: str, embedder: WordLlamaEmbedder, *, user: str, rows: int, r
 async def time_queries(
     url: str, embedder: WordLlamaEmbedder, *, user: str, strategy: VectorIndex, queries: list[str], k: int
 ) -> tuple[list[float], list[list[Any]]]:
-    scope = EpisodeScope(tenant_id=TENANT, user_id=user, project_id=None)
+    scope = Filters(tenant_id=TENANT, user_id=user, memory_types=("episodic",))
     vectors = await embedder.embed(queries)
     latencies, results = [], []
     async with await psycopg.AsyncConnection.connect(url) as conn:
@@ -82,7 +82,7 @@ async def time_queries(
             started = time.perf_counter()
             rows = await vector_candidates(conn, scope, vector, model=embedder.model_name, limit=k, strategy=strategy)
             latencies.append((time.perf_counter() - started) * 1000)
-            results.append([r["event_id"] for r in rows])
+            results.append([r.id for r in rows])
     return latencies, results
 
 

@@ -122,6 +122,7 @@ class Settings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1)
     rrf_vector_weight: float = Field(default=0.5, ge=0)
     rrf_text_weight: float = Field(default=0.5, ge=0)
+    search_half_life_days: float = Field(default=30.0, gt=0, description="Episodes' score halves every N days.")
     produce_timeout_s: float = 10.0
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")

@@ -1,81 +1,75 @@
-"""``GET /v1/search``: hybrid retrieval over episodic memory (vector + full text, RRF)."""
+"""``GET /v1/search``: hybrid retrieval over every kind of memory (vector + full text, RRF,
+decay, boosts, MMR), with filters and the parts of every score."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from agents_gateway.auth import Principal, scoped
-from agents_gateway.errors import AUTH_ERRORS
-from agents_gateway.models import SearchHit, SearchOut
-from agents_gateway.retrieval.fusion import fuse_rrf
+from agents_gateway.errors import AUTH_ERRORS, ApiError
+from agents_gateway.models import SearchOut
+from agents_gateway.retrieval.service import Toggles, decomposition_out, search, to_hit
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import GatewayState
-from sinks.postgres.queries import EpisodeScope, text_candidates, vector_candidates
+from sinks.postgres.retrieval import MEMORY_TYPES, Filters
 from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["search"])
 
 
-@router.get(
-    "/v1/search",
-    response_model=SearchOut,
-    responses=AUTH_ERRORS,
-    summary="Hybrid search of the user's episodic memory",
-)
-async def search(
+def csv(value: str | None, allowed: tuple[str, ...] | None, name: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if not items or (allowed is not None and not set(items) <= set(allowed)):
+        raise ApiError(422, "invalid_request", f"{name} must be a comma-separated list of {', '.join(allowed or ())}")
+    return items
+
+
+def aware(value: datetime | None, name: str) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise ApiError(422, "invalid_request", f"{name} must include a timezone")
+    return value
+
+
+@router.get("/v1/search", response_model=SearchOut, responses=AUTH_ERRORS, summary="Hybrid search of memory")
+async def search_memory(
     request: Request,
     principal: Annotated[Principal, Depends(scoped("read"))],
     q: Annotated[str, Query(min_length=1, max_length=2000, description="What to look for")],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
     project_id: Annotated[
-        str | None,
-        Query(pattern=ID_PATTERN, description="Also this project's memory (else all of the user's)"),
+        str | None, Query(pattern=ID_PATTERN, description="That project's memory and memory of no project")
     ] = None,
+    session_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Includes its session facts")] = None,
     k: Annotated[int, Query(ge=1, le=100)] = 10,
+    memory_types: Annotated[str | None, Query(description=f"Comma-separated: {', '.join(MEMORY_TYPES)}")] = None,
+    scopes: Annotated[str | None, Query(description="Facts only: global, project, session")] = None,
+    tags: Annotated[str | None, Query(description="Any of these tags (a fact's category counts as a tag)")] = None,
+    since: Annotated[datetime | None, Query(description="ISO 8601 with a timezone")] = None,
+    until: Annotated[datetime | None, Query(description="ISO 8601 with a timezone")] = None,
+    decay: bool = True,
+    boosts: bool = True,
+    mmr: bool = True,
+    decompose: Literal["off", "rules", "llm"] = "off",
     tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
 ) -> SearchOut:
     state: GatewayState = request.app.state.gateway
-    settings = state.settings
-    tenant = principal.check_tenant(tenant_id)
-    scope = EpisodeScope(tenant_id=tenant, user_id=user_id, project_id=project_id)
-    embedding = (await state.embedder.embed([q]))[0]
-    candidates = max(settings.search_candidates, k)
-    async with tenant_transaction(state.pool, tenant, agent_id=principal.agent_id, actor=principal.key_id) as conn:
-        by_vector = await vector_candidates(
-            conn,
-            scope,
-            embedding,
-            model=state.embedder.model_name,
-            limit=candidates,
-            strategy=settings.vector_index,
+    filters = Filters(
+        tenant_id=principal.check_tenant(tenant_id), user_id=user_id, project_id=project_id, session_id=session_id,
+        memory_types=csv(memory_types, MEMORY_TYPES, "memory_types") or MEMORY_TYPES,
+        scopes=csv(scopes, ("global", "project", "session"), "scopes"),
+        tags=csv(tags, None, "tags") or (), since=aware(since, "since"), until=aware(until, "until"),
+    )  # fmt: skip
+    async with tenant_transaction(state.pool, filters.tenant_id, agent_id=principal.agent_id,
+                                  actor=principal.key_id) as conn:  # fmt: skip
+        hits, decomposition = await search(
+            state, conn, filters, q, k=k, method=decompose, toggles=Toggles(decay=decay, boosts=boosts, mmr=mmr)
         )
-        by_text = await text_candidates(conn, scope, q, limit=candidates)
-    rows = {row["event_id"]: row for row in (*by_vector, *by_text)}
-    fused = fuse_rrf(
-        [
-            ("vector", settings.rrf_vector_weight, [r["event_id"] for r in by_vector]),
-            ("text", settings.rrf_text_weight, [r["event_id"] for r in by_text]),
-        ],
-        k=settings.rrf_k,
-    )[:k]
-    hits = [
-        SearchHit(
-            event_id=f.key,
-            session_id=rows[f.key]["session_id"],
-            project_id=rows[f.key]["project_id"],
-            agent_id=rows[f.key]["agent_id"],
-            role=rows[f.key]["role"],
-            content=rows[f.key]["content"],
-            memory_type=rows[f.key]["memory_type"],
-            importance=rows[f.key]["importance"],
-            tags=rows[f.key]["tags"],
-            created_at=rows[f.key]["created_at"],
-            score=f.score,
-            vector_rank=f.ranks.get("vector"),
-            text_rank=f.ranks.get("text"),
-        )
-        for f in fused
-    ]
-    return SearchOut(query=q, k=k, embedding_model=state.embedder.model_name, hits=hits)
+    return SearchOut(
+        query=q, k=k, embedding_model=state.embedder.model_name, decomposition=decomposition_out(decomposition),
+        hits=[to_hit(h) for h in hits],
+    )  # fmt: skip

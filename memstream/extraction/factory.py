@@ -49,13 +49,23 @@ def build_models(settings: Settings) -> MemoryModels:
             offline_extractor.name, offline_summarizer.name,
         )  # fmt: skip
         return MemoryModels(offline_extractor, offline_summarizer, offline_extractor, offline_summarizer, None)
-    if settings.gemini_api_key is None:
-        raise ConfigurationError("MEMSTREAM_LLM_PROVIDER=gemini needs MEMSTREAM_GEMINI_API_KEY")
     from memstream.extraction.llm import LLMExtractor
-    from memstream.llm.gemini import GeminiLLM
     from memstream.summarization.llm import LLMSummarizer
 
-    llm = GeminiLLM(
+    llm = build_llm(settings)
+    if llm is None:
+        raise ConfigurationError("MEMSTREAM_LLM_PROVIDER=gemini needs MEMSTREAM_GEMINI_API_KEY")
+    log.info("extracting facts and summarising with %s", llm.name)
+    return MemoryModels(LLMExtractor(llm), LLMSummarizer(llm), offline_extractor, offline_summarizer, llm)
+
+
+def build_llm(settings: Settings) -> LLMClient | None:
+    """The configured LLM client, or None (offline)."""
+    if settings.llm_provider == "offline" or settings.gemini_api_key is None:
+        return None
+    from memstream.llm.gemini import GeminiLLM
+
+    return GeminiLLM(
         api_key=settings.gemini_api_key.get_secret_value(),
         model=settings.gemini_model,
         base_url=settings.gemini_base_url,
@@ -65,8 +75,6 @@ def build_models(settings: Settings) -> MemoryModels:
         retry_initial_s=settings.llm_retry_initial_s,
         retry_max_s=settings.llm_retry_max_s,
     )
-    log.info("extracting facts and summarising with %s", llm.name)
-    return MemoryModels(LLMExtractor(llm), LLMSummarizer(llm), offline_extractor, offline_summarizer, llm)
 
 
 def describe_models(settings: Settings) -> str:

@@ -1,8 +1,10 @@
-"""Per-tenant settings (the privacy policy), and a short-lived cache of them for the hot paths."""
+"""Per-tenant settings (privacy policy, ranking weights), and a short-lived cache of them for
+the hot paths."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -12,12 +14,35 @@ from memstream.privacy import DEFAULT_POLICY, PrivacyPolicy
 from sinks.postgres.tenancy import tenant_transaction
 
 
-async def get_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> PrivacyPolicy:
+@dataclass(frozen=True)
+class RankingSettings:
+    """None: the deployment's default (MEMSTREAM_RRF_*_WEIGHT, MEMSTREAM_SEARCH_HALF_LIFE_DAYS)."""
+
+    vector_weight: float | None = None
+    text_weight: float | None = None
+    half_life_days: float | None = None
+
+
+@dataclass(frozen=True)
+class TenantSettings:
+    privacy: PrivacyPolicy = DEFAULT_POLICY
+    ranking: RankingSettings = RankingSettings()
+
+
+async def get_tenant_settings(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> TenantSettings:
     cur = await conn.execute(
-        "SELECT redact_email, redact_phone FROM tenant_settings WHERE tenant_id = %s", (tenant_id,)
+        "SELECT redact_email, redact_phone, rrf_vector_weight, rrf_text_weight, search_half_life_days"
+        " FROM tenant_settings WHERE tenant_id = %s",
+        (tenant_id,),
     )
     row = await cur.fetchone()
-    return PrivacyPolicy(redact_email=row[0], redact_phone=row[1]) if row else DEFAULT_POLICY
+    if row is None:
+        return TenantSettings()
+    return TenantSettings(PrivacyPolicy(row[0], row[1]), RankingSettings(row[2], row[3], row[4]))
+
+
+async def get_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> PrivacyPolicy:
+    return (await get_tenant_settings(conn, tenant_id)).privacy
 
 
 async def put_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str, policy: PrivacyPolicy) -> None:
@@ -29,25 +54,39 @@ async def put_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str, policy:
     )
 
 
+async def put_ranking(conn: psycopg.AsyncConnection[Any], tenant_id: str, ranking: RankingSettings) -> None:
+    await conn.execute(
+        "INSERT INTO tenant_settings (tenant_id, rrf_vector_weight, rrf_text_weight, search_half_life_days)"
+        " VALUES (%s, %s, %s, %s) ON CONFLICT (tenant_id) DO UPDATE SET"
+        " rrf_vector_weight = EXCLUDED.rrf_vector_weight, rrf_text_weight = EXCLUDED.rrf_text_weight,"
+        " search_half_life_days = EXCLUDED.search_half_life_days, updated_at = now()",
+        (tenant_id, ranking.vector_weight, ranking.text_weight, ranking.half_life_days),
+    )
+
+
 class PolicyCache:
-    """Tenant policies for ``ttl_s`` seconds: a policy change reaches every process within that."""
+    """Tenant settings for ``ttl_s`` seconds: a change reaches every process within that (the
+    gateway forgets a tenant's entry at once when it is the one changing it)."""
 
     def __init__(self, pool: AsyncConnectionPool, *, ttl_s: float = 10.0) -> None:
         self.pool = pool
         self.ttl_s = ttl_s
-        self._entries: dict[str, tuple[float, PrivacyPolicy]] = {}
+        self._entries: dict[str, tuple[float, TenantSettings]] = {}
 
-    async def get(self, tenant_id: str) -> PrivacyPolicy:
+    async def settings(self, tenant_id: str) -> TenantSettings:
         now = time.monotonic()
         hit = self._entries.get(tenant_id)
         if hit is not None and hit[0] > now:
             return hit[1]
         async with tenant_transaction(self.pool, tenant_id) as conn:
-            policy = await get_policy(conn, tenant_id)
+            found = await get_tenant_settings(conn, tenant_id)
         if len(self._entries) > 10_000:
             self._entries.clear()
-        self._entries[tenant_id] = (now + self.ttl_s, policy)
-        return policy
+        self._entries[tenant_id] = (now + self.ttl_s, found)
+        return found
+
+    async def get(self, tenant_id: str) -> PrivacyPolicy:
+        return (await self.settings(tenant_id)).privacy
 
     def forget(self, tenant_id: str) -> None:
         self._entries.pop(tenant_id, None)

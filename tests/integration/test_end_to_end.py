@@ -68,7 +68,7 @@ async def test_thousand_turns_land_exactly_once_everywhere(
     assert response.status_code == 200, response.text
     hits = response.json()["hits"]
     assert hits[0]["content"].startswith("Our deploys use rsync")
-    assert hits[0]["vector_rank"] is not None and hits[0]["text_rank"] is not None
+    assert hits[0]["parts"]["vector_rank"] is not None and hits[0]["parts"]["text_rank"] is not None
     other = await gateway.get(
         "/v1/search",
         params={"tenant_id": tenant, "user_id": "user-1", "q": "rsync checksum scp", "k": 5},

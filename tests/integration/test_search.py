@@ -13,7 +13,7 @@ from pgvector.psycopg import register_vector_async
 from memstream.embedder.local import WordLlamaEmbedder
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from sinks.postgres.queries import EpisodeScope, vector_candidates
+from sinks.postgres.retrieval import Filters, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index, index_name
 from tests.fixtures.stack import RunningStack
 
@@ -114,8 +114,8 @@ async def test_text_and_vector_ranks_are_reported_and_fused(
         "deploy with rsync, not scp",
         "we moved the deployment tooling to rsync last week",
     }
-    assert all(h["text_rank"] is not None for h in hits[:2])
-    assert hits[-1]["text_rank"] is None and hits[-1]["vector_rank"] is not None
+    assert all(h["parts"]["text_rank"] is not None for h in hits[:2])
+    assert hits[-1]["parts"]["text_rank"] is None and hits[-1]["parts"]["vector_rank"] is not None
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
 
 
@@ -138,7 +138,7 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
         ],
     )
     query = (await EMBEDDER.embed(["which cache do we use"]))[0]
-    scope = EpisodeScope(tenant_id=tenant, user_id="u1", project_id=None)
+    scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
     owner = stack.settings.require_owner_database_url()
     ensure_vector_index(owner, strategy="hnsw", model=EMBEDDER.model_name, dim=EMBEDDER.dim)
     try:
@@ -150,7 +150,7 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
                 await conn.execute("SET LOCAL enable_seqscan = off")
                 await conn.execute("SET LOCAL enable_indexscan = on")
                 hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="hnsw")
-        assert [r["event_id"] for r in hnsw] == [r["event_id"] for r in exact]
+        assert [r.id for r in hnsw] == [r.id for r in exact]
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) in names

@@ -1,0 +1,104 @@
+"""Query decomposition: a compound question becomes single-topic sub-queries, with relative
+time ("last session", "yesterday") rewritten to session ids and dates first.
+
+By rules (deterministic, instant): split on ``;``, ``?`` and top-level "and"/","; a fragment
+with at most one content word ("the backend" in "the backend and timeout rules I chose") takes
+the next fragment's head and tail ("the backend rules I chose"). By an LLM when asked for
+(``decompose=llm``, with a Gemini key): the model returns the sub-queries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from memstream.extraction.timewords import rewrite_relative_time
+from memstream.llm.base import LLMClient, LLMError
+
+Method = Literal["off", "rules", "llm"]
+MAX_SUBQUERIES = 5
+_STOP = frozenset(
+    "a an the my our your their his her its this that these those what which who whom whose when where why how"
+    " do does did is are was were be been i we you he she they it me us them of for to in on at by with about"
+    " from as and or".split()
+)
+_TOP_LEVEL = re.compile(r"\s*(?:;|\?|,\s*and\s+|\s+and\s+|,\s+as well as\s+|\s+as well as\s+|,\s+also\s+|,)\s*",
+                        re.IGNORECASE)  # fmt: skip
+_WORD = re.compile(r"[\w.+#-]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    method: str
+    queries: list[str]
+
+
+def _content_words(fragment: str) -> list[str]:
+    return [w for w in _WORD.findall(fragment.lower()) if w not in _STOP]
+
+
+def _tail_after_head(fragment: str) -> str:
+    """What follows a fragment's first content word: "the cache of X" -> "of X"."""
+    words = fragment.split()
+    for i, word in enumerate(words):
+        if word.lower().strip(",.") not in _STOP:
+            return " ".join(words[i + 1 :])
+    return ""
+
+
+def split_rules(query: str) -> list[str]:
+    fragments = [f.strip(" ,.") for f in _TOP_LEVEL.split(query) if f and f.strip(" ,.")]
+    merged: list[str] = []
+    for i, fragment in enumerate(fragments):
+        following = fragments[i + 1] if i + 1 < len(fragments) else ""
+        tail = _tail_after_head(following)
+        if len(_content_words(fragment)) <= 1 and tail:
+            fragment = f"{fragment} {tail}"  # "the backend" + "(timeout) rules I chose ..."
+        merged.append(fragment)
+    unique = list(dict.fromkeys(merged))
+    # Every sub-query must stand on its own; "what did Caroline and Melanie do" stays whole.
+    if len(unique) <= 1 or any(len(_content_words(f)) < 2 for f in unique):
+        return [query.strip()]
+    return unique[:MAX_SUBQUERIES]
+
+
+_SYSTEM = (
+    "You split a question put to a memory store into single-topic search queries. Each query names "
+    "one thing to look up, keeps the words the user used, and repeats shared qualifiers (project names, "
+    "sessions, dates) in each query that needs them. A question about one topic stays one query. "
+    "Return at most 5 queries."
+)
+_SCHEMA = {
+    "type": "object",
+    "properties": {"queries": {"type": "array", "items": {"type": "string"}}},
+    "required": ["queries"],
+}
+
+
+async def decompose(
+    query: str,
+    *,
+    method: Method,
+    session_id: str | None,
+    previous_session_id: str | None,
+    now: datetime,
+    llm: LLMClient | None = None,
+) -> Decomposition:
+    """Sub-queries of ``query`` (itself alone with ``off``); relative time is always rewritten."""
+    rewritten = rewrite_relative_time(
+        query, session_id=session_id or "the current session", previous_session_id=previous_session_id, now=now
+    )
+    if method == "off":
+        return Decomposition("off", [rewritten])
+    if method == "llm" and llm is not None:
+        try:
+            result = await llm.generate_json(system=_SYSTEM, prompt=f"Question: {rewritten}", schema=_SCHEMA)
+        except LLMError:
+            pass  # the rules below answer instead, and the method says so
+        else:
+            queries = result.data.get("queries") if isinstance(result.data, dict) else None
+            if isinstance(queries, list) and queries and all(isinstance(q, str) and q.strip() for q in queries):
+                return Decomposition(f"llm:{llm.name}", [q.strip() for q in queries][:MAX_SUBQUERIES])
+    return Decomposition("rules", split_rules(rewritten))

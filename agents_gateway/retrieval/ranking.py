@@ -1,0 +1,120 @@
+"""Ranking after fusion, each step switchable: temporal decay, importance and tag boosts, and
+maximal-marginal-relevance de-duplication on the embeddings.
+
+Pure functions over scored items, so each is unit-tested on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+BOOSTED_TAGS = frozenset({"error", "failure", "decision", "preference", "rule", "constraint", "lesson"})
+
+
+@dataclass(frozen=True)
+class RankingOptions:
+    decay: bool = True
+    #: Days after which an episode's score is halved (facts and skills are current state: no decay).
+    half_life_days: float = 30.0
+    boosts: bool = True
+    importance_weight: float = 0.5
+    tag_weight: float = 0.2
+    mmr: bool = True
+    #: 1 = relevance only, 0 = diversity only.
+    mmr_lambda: float = 0.7
+    #: Above this cosine two items count as near-duplicates: the lower one is dropped.
+    duplicate_cosine: float = 0.95
+
+
+@dataclass
+class Scored:
+    """One candidate's score and every part of it (returned so ranking can be debugged)."""
+
+    key: object
+    rrf: float
+    created_at: datetime
+    importance: float
+    tags: Sequence[str]
+    embedding: npt.NDArray[np.float32]
+    decays: bool = True
+    decay: float = 1.0
+    boost: float = 1.0
+    mmr_penalty: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        return self.rrf * self.decay * self.boost
+
+
+def decay_factor(created_at: datetime, now: datetime, half_life_days: float) -> float:
+    """0.5 ** (age / half-life): 1 for now, 0.5 after one half-life."""
+    age_days = max(0.0, (now - created_at).total_seconds() / 86_400)
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def boost_factor(importance: float, tags: Sequence[str], *, importance_weight: float, tag_weight: float) -> float:
+    """1 + w_i·importance, times 1 + w_t when tagged as an error, decision, preference or rule."""
+    boost = 1.0 + importance_weight * max(0.0, min(1.0, importance))
+    if BOOSTED_TAGS.intersection(t.lower() for t in tags):
+        boost *= 1.0 + tag_weight
+    return boost
+
+
+def adjust(items: list[Scored], options: RankingOptions, now: datetime) -> list[Scored]:
+    """Apply decay and boosts; best first."""
+    for item in items:
+        item.decay = (
+            decay_factor(item.created_at, now, options.half_life_days) if options.decay and item.decays else 1.0
+        )
+        item.boost = (
+            boost_factor(item.importance, item.tags, importance_weight=options.importance_weight,
+                         tag_weight=options.tag_weight)
+            if options.boosts else 1.0
+        )  # fmt: skip
+    return sorted(items, key=lambda i: -i.score)
+
+
+def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: npt.NDArray[np.float32] = vectors / norms
+    return out
+
+
+def mmr(items: list[Scored], k: int, options: RankingOptions) -> list[Scored]:
+    """Greedy maximal marginal relevance: each pick maximises
+    λ·relevance - (1-λ)·max cosine to what is already picked; near-duplicates (cosine above
+    ``duplicate_cosine`` to a pick) are dropped. Relevance is the score scaled to [0, 1]."""
+    if not items:
+        return []
+    if not options.mmr:
+        return items[:k]
+    dims = {i.embedding.shape[0] for i in items}
+    if len(dims) != 1:  # mixed embedding models: no common space to compare in
+        return items[:k]
+    vectors = _unit(np.stack([i.embedding for i in items]))
+    similarity = vectors @ vectors.T
+    top = max(i.score for i in items) or 1.0
+    relevance = np.array([i.score / top for i in items])
+    chosen: list[int] = []
+    remaining = list(range(len(items)))
+    while remaining and len(chosen) < k:
+        best, best_value = -1, -math.inf
+        for j in remaining:
+            redundancy = max((similarity[j, c] for c in chosen), default=0.0)
+            value = options.mmr_lambda * relevance[j] - (1 - options.mmr_lambda) * redundancy
+            if value > best_value:
+                best, best_value = j, value
+        remaining.remove(best)
+        items[best].mmr_penalty = float(max((similarity[best, c] for c in chosen), default=0.0))
+        if chosen and items[best].mmr_penalty >= options.duplicate_cosine:
+            continue  # a near-duplicate of something already chosen
+        chosen.append(best)
+    return [items[i] for i in chosen]

@@ -1,0 +1,95 @@
+"""Hybrid retrieval over every kind of memory, as one ranked list.
+
+For each (sub-)query: vector and full-text candidates of every kind (episodes, facts,
+skills), fused with reciprocal-rank fusion (per-tenant weights), then decay and boosts.
+Sub-queries' lists are merged with each one's scores scaled to its own best (so every topic
+of a compound question is represented), and maximal marginal relevance picks the final k
+without near-duplicates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, cast
+
+import psycopg
+
+from agents_gateway.retrieval.fusion import fuse_rrf
+from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
+from memstream.embedder import Embedder
+from memstream.settings import VectorIndex
+from sinks.postgres.retrieval import Candidate, Filters, text_candidates, vector_candidates
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    filters: Filters
+    queries: Sequence[str]
+    k: int
+    candidates: int
+    vector_weight: float
+    text_weight: float
+    rrf_k: int
+    ranking: RankingOptions
+    strategy: VectorIndex
+
+
+@dataclass
+class Hit:
+    candidate: Candidate
+    scored: Scored
+    #: Which sub-queries found it (indices into the decomposition).
+    sub_queries: list[int] = field(default_factory=list)
+
+
+async def _one_query(
+    conn: psycopg.AsyncConnection[Any], spec: SearchSpec, query: str, embedding: Any, *, model: str, now: datetime
+) -> tuple[list[Scored], dict[tuple[str, Any], Candidate]]:
+    by_vector = await vector_candidates(
+        conn, spec.filters, embedding, model=model, limit=spec.candidates, strategy=spec.strategy
+    )
+    by_text = await text_candidates(conn, spec.filters, query, limit=spec.candidates)
+    candidates: dict[tuple[str, Any], Candidate] = {(c.kind, c.id): c for c in (*by_vector, *by_text)}
+    fused = fuse_rrf(
+        [
+            ("vector", spec.vector_weight, [(c.kind, c.id) for c in by_vector]),
+            ("text", spec.text_weight, [(c.kind, c.id) for c in by_text]),
+        ],
+        k=spec.rrf_k,
+    )
+    scored = []
+    for f in fused:
+        c = candidates[f.key]
+        item = Scored(
+            key=f.key, rrf=f.score, created_at=c.created_at, importance=c.importance, tags=c.tags,
+            embedding=c.embedding, decays=c.kind == "episode" and c.memory_type != "procedural",
+        )  # fmt: skip
+        item.parts = {"vector_rank": f.ranks.get("vector", 0), "text_rank": f.ranks.get("text", 0)}
+        scored.append(item)
+    return adjust(scored, spec.ranking, now), candidates
+
+
+async def hybrid_search(
+    conn: psycopg.AsyncConnection[Any], spec: SearchSpec, embedder: Embedder, *, now: datetime
+) -> list[Hit]:
+    """The top ``spec.k`` memories for the (sub-)queries (the caller set the tenant)."""
+    embeddings = await embedder.embed(list(spec.queries))
+    merged: dict[tuple[str, Any], Hit] = {}
+    for index, (query, embedding) in enumerate(zip(spec.queries, embeddings, strict=True)):
+        scored, candidates = await _one_query(conn, spec, query, embedding, model=embedder.model_name, now=now)
+        best = scored[0].score if scored else 1.0
+        for item in scored:
+            if len(spec.queries) > 1 and best:  # each sub-query's best counts the same
+                item.rrf /= best
+            key = cast(tuple[str, Any], item.key)
+            hit = merged.get(key)
+            if hit is None or item.score > hit.scored.score:
+                hit = Hit(candidates[key], item, hit.sub_queries if hit else [])
+                merged[key] = hit
+            hit.sub_queries.append(index)
+    ranked = sorted(merged.values(), key=lambda h: -h.scored.score)
+    picked = mmr([h.scored for h in ranked], spec.k, spec.ranking)
+    by_scored = {id(h.scored): h for h in ranked}
+    return [by_scored[id(s)] for s in picked]

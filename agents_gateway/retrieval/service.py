@@ -1,0 +1,173 @@
+"""The read path as the routes use it: settings per tenant, decomposition, hybrid search,
+access statistics, and the context assembly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from agents_gateway.models import ContextOut, ContextSectionOut, DecompositionOut, ScoreParts, SearchHit
+from agents_gateway.retrieval.context import pack
+from agents_gateway.retrieval.decomposition import Decomposition, Method, decompose
+from agents_gateway.retrieval.ranking import RankingOptions
+from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
+from agents_gateway.state import GatewayState
+from sinks.postgres.fact_queries import facts_as_of
+from sinks.postgres.retrieval import EPISODE_TYPES, Filters
+
+CONTEXT_RELEVANT = 12
+
+
+@dataclass(frozen=True)
+class Toggles:
+    decay: bool = True
+    boosts: bool = True
+    mmr: bool = True
+
+
+async def previous_session(conn: psycopg.AsyncConnection[Any], user_id: str, session_id: str | None) -> str | None:
+    if session_id is None:
+        return None
+    cur = await conn.execute(
+        "SELECT session_id FROM event_log WHERE user_id = %s AND session_id <> %s"
+        " AND session_id NOT LIKE 'maintenance:%%' ORDER BY event_time DESC LIMIT 1",
+        (user_id, session_id),
+    )
+    row = await cur.fetchone()
+    return str(row[0]) if row else None
+
+
+async def search(
+    state: GatewayState,
+    conn: psycopg.AsyncConnection[Any],
+    filters: Filters,
+    query: str,
+    *,
+    k: int,
+    method: Method,
+    toggles: Toggles,
+    now: datetime | None = None,
+) -> tuple[list[Hit], Decomposition]:
+    now = now or datetime.now(UTC)
+    settings = state.settings
+    tenant = await state.policies.settings(filters.tenant_id)
+    decomposition = await decompose(
+        query, method=method, session_id=filters.session_id,
+        previous_session_id=await previous_session(conn, filters.user_id, filters.session_id), now=now,
+        llm=state.llm,
+    )  # fmt: skip
+    spec = SearchSpec(
+        filters=filters,
+        queries=decomposition.queries,
+        k=k,
+        candidates=max(settings.search_candidates, k),
+        vector_weight=tenant.ranking.vector_weight if tenant.ranking.vector_weight is not None
+        else settings.rrf_vector_weight,
+        text_weight=tenant.ranking.text_weight if tenant.ranking.text_weight is not None else settings.rrf_text_weight,
+        rrf_k=settings.rrf_k,
+        ranking=RankingOptions(
+            decay=toggles.decay, boosts=toggles.boosts, mmr=toggles.mmr,
+            half_life_days=tenant.ranking.half_life_days or settings.search_half_life_days,
+        ),
+        strategy=settings.vector_index,
+    )  # fmt: skip
+    hits = await hybrid_search(conn, spec, state.embedder, now=now)
+    state.access.note(
+        filters.tenant_id,
+        episodes=[h.candidate.id for h in hits if h.candidate.kind == "episode"],
+        facts=[h.candidate.id for h in hits if h.candidate.kind == "fact"],
+    )
+    return hits, decomposition
+
+
+def to_hit(hit: Hit) -> SearchHit:
+    c, s = hit.candidate, hit.scored
+    return SearchHit(
+        kind=c.kind, id=c.id, memory_type=c.memory_type, content=c.content, session_id=c.session_id,
+        project_id=c.project_id, agent_id=c.agent_id, role=c.role, scope=c.scope, importance=c.importance,
+        tags=list(c.tags), created_at=c.created_at, score=s.score,
+        parts=ScoreParts(vector_rank=int(s.parts.get("vector_rank", 0)) or None,
+                         text_rank=int(s.parts.get("text_rank", 0)) or None,
+                         rrf=s.rrf, decay=s.decay, boost=s.boost, mmr_penalty=s.mmr_penalty),
+        sub_queries=sorted(set(hit.sub_queries)),
+    )  # fmt: skip
+
+
+def decomposition_out(decomposition: Decomposition) -> DecompositionOut:
+    return DecompositionOut(method=decomposition.method, queries=decomposition.queries)
+
+
+async def naive_tokens(conn: psycopg.AsyncConnection[Any], user_id: str, project_id: str | None) -> int:
+    """What stuffing the user's whole history into the prompt would cost (every turn ever stored)."""
+    cur = await conn.execute(
+        "SELECT coalesce(sum(token_count), 0) FROM episodes WHERE user_id = %s AND memory_type = 'episodic'"
+        " AND (%s::text IS NULL OR project_id = %s OR project_id IS NULL)",
+        (user_id, project_id, project_id),
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _where(scope: str, project_id: str | None) -> str:
+    return f"project {project_id}" if scope == "project" else scope
+
+
+async def build_context(
+    state: GatewayState,
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    agent_id: str | None,
+    user_id: str,
+    session_id: str,
+    project_id: str | None,
+    query: str | None,
+    budget: int,
+    method: Method,
+) -> ContextOut:
+    facts = sorted(
+        await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id),
+        key=lambda f: (-f.importance, f.scope, f.entity),
+    )
+    view = await state.buffers.view(tenant_id, session_id)
+    raw_recent = [t for t in (*view.pending, *view.window) if agent_id is None or t.get("shared")
+                  or t.get("agent_id") == agent_id]  # fmt: skip
+    recent_ids = {str(t["event_id"]) for t in raw_recent}
+    summary = view.summary.text if view.summary and (agent_id is None or set(view.summary.agents) <= {agent_id}) else ""
+    hits: list[Hit] = []
+    decomposition = Decomposition("off", [])
+    if query:
+        filters = Filters(tenant_id=tenant_id, user_id=user_id, project_id=project_id, session_id=session_id,
+                          memory_types=(*EPISODE_TYPES, "skill"))  # fmt: skip
+        hits, decomposition = await search(
+            state, conn, filters, query, k=CONTEXT_RELEVANT + len(recent_ids), method=method, toggles=Toggles()
+        )
+        hits = [h for h in hits if str(h.candidate.id) not in recent_ids][:CONTEXT_RELEVANT]
+    where = ", ".join(x for x in (f"project {project_id}" if project_id else "", f"session {session_id}") if x)
+    packed = pack(
+        f"# Memory for {user_id} ({where})",
+        {
+            "facts": [f"- [{_where(f.scope, f.project_id)}] {f.entity}: {f.summary}" for f in facts],
+            "summary": [summary] if summary else [],
+            "recent": [f"{t['role']}: {t['content']}" for t in reversed(raw_recent)],
+            "relevant": [f"- [{h.candidate.created_at:%Y-%m-%d}, {h.candidate.memory_type}] {h.candidate.content}"
+                         for h in hits],
+        },
+        budget=budget,
+        tokens=state.tokens,
+    )  # fmt: skip
+    naive = await naive_tokens(conn, user_id, project_id) + (state.tokens.count(query) if query else 0)
+    state.access.note(tenant_id, facts=[facts[i].fact_id for i in packed.sections["facts"].chosen])
+    return ContextOut(
+        prompt=packed.prompt, tokens=packed.tokens, budget=budget, tokenizer=state.tokens.name,
+        sections=[ContextSectionOut(name=s.name, tokens=s.tokens, items=len(s.chosen), dropped=s.dropped)  # type: ignore[arg-type]
+                  for s in packed.sections.values()],
+        naive_tokens=naive, saved_tokens=max(0, naive - packed.tokens),
+        saved_ratio=round(1 - packed.tokens / naive, 4) if naive > packed.tokens else 0.0,
+        decomposition=decomposition_out(decomposition),
+        facts=[facts[i].fact_id for i in sorted(packed.sections["facts"].chosen)],
+        relevant=[to_hit(hits[i]) for i in sorted(packed.sections["relevant"].chosen)],
+    )  # fmt: skip
