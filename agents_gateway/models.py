@@ -371,3 +371,13 @@ class ForgetPreviewOut(BaseModel):
     policy: RetentionIO
     by_rule: dict[str, int]
     would_forget: list[uuid.UUID]
+
+
+class RankingIO(BaseModel):
+    """Per-tenant ranking; null falls back to the deployment's default."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    vector_weight: float | None = Field(default=None, ge=0, le=10)
+    text_weight: float | None = Field(default=None, ge=0, le=10)
+    half_life_days: float | None = Field(default=None, gt=0, le=36500)

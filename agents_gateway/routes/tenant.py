@@ -9,13 +9,13 @@ from fastapi import APIRouter, Depends, Request
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
-from agents_gateway.models import ForgetPreviewOut, PrivacyPolicyIO, RetentionIO
+from agents_gateway.models import ForgetPreviewOut, PrivacyPolicyIO, RankingIO, RetentionIO
 from agents_gateway.state import GatewayState
 from memstream.privacy import PrivacyPolicy
 from sinks.postgres.audit import append_audit
 from sinks.postgres.maintenance import RetentionPolicy, forget, put_retention_policy, retention_policy
 from sinks.postgres.tenancy import tenant_transaction
-from sinks.postgres.tenant_settings import get_policy, put_policy
+from sinks.postgres.tenant_settings import RankingSettings, get_policy, put_policy, put_ranking
 
 router = APIRouter(tags=["tenant"], responses=AUTH_ERRORS)
 
@@ -82,3 +82,25 @@ async def preview_forgetting(
         by_rule={rule: len(ids) for rule, ids in report.by_rule.items()},
         would_forget=[uuid.UUID(i) for i in report.forgotten],
     )
+
+
+@router.get("/v1/tenant/ranking", response_model=RankingIO, summary="RRF weights and decay half-life")
+async def read_ranking(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> RankingIO:
+    state: GatewayState = request.app.state.gateway
+    ranking = (await state.policies.settings(principal.tenant_id)).ranking
+    return RankingIO(**ranking.__dict__)
+
+
+@router.put("/v1/tenant/ranking", response_model=RankingIO, summary="Set the RRF weights and decay half-life")
+async def write_ranking(
+    request: Request, body: RankingIO, principal: Annotated[Principal, Depends(scoped("admin"))]
+) -> RankingIO:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        await put_ranking(conn, principal.tenant_id, RankingSettings(**body.model_dump()))
+        await append_audit(
+            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="ranking.update",
+            detail=body.model_dump(),
+        )  # fmt: skip
+    state.policies.forget(principal.tenant_id)
+    return body

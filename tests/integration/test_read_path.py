@@ -1,0 +1,209 @@
+"""The read path on the real stack: the context of session 2 in the seed scenario, ranking
+(decay, MMR), what is never served, decomposition, filters, score parts, access statistics."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import numpy as np
+import psycopg
+from fastapi import FastAPI
+from pgvector.psycopg import register_vector_async
+
+from memstream.demo import PROJECT
+from memstream.embedder.local import WordLlamaEmbedder
+from schemas.turns import Turn
+from sinks.postgres.episodes import Episode, upsert_episodes
+from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
+from tests.integration.helpers import post_turns, turn
+from tests.integration.test_long_term_memory import facts_settled, seed_turns
+
+EMBEDDER = WordLlamaEmbedder()
+
+
+async def store(stack: RunningStack, tenant: str, rows: list[dict[str, Any]]) -> list[uuid.UUID]:
+    turns = [
+        Turn(event_id=uuid.uuid4(), tenant_id=tenant, agent_id="a", user_id="u1", project_id=None, session_id="s",
+             role="user", content=r["content"], event_time=r.get("at", datetime.now(UTC)), tags=r.get("tags", ()))
+        for r in rows
+    ]  # fmt: skip
+    vectors = r_vectors = await EMBEDDER.embed([t.content for t in turns])
+    for i, r in enumerate(rows):
+        if "vector_of" in r:
+            r_vectors[i] = vectors[r["vector_of"]]
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await register_vector_async(conn)
+        await upsert_episodes(
+            conn, [Episode(t, v, 5, importance=0.5) for t, v in zip(turns, r_vectors, strict=True)],
+            model=EMBEDDER.model_name,
+        )  # fmt: skip
+    return [t.event_id for t in turns]
+
+
+async def test_session_2_context_holds_the_preferences_and_the_rules_and_nothing_foreign(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, gateway_app: FastAPI,
+    tenant: str,
+) -> None:  # fmt: skip
+    await post_turns(gateway, seed_turns(tenant, "u1", "s1"))
+    # Another user of the tenant and another tenant say conflicting things.
+    await post_turns(gateway, [turn(tenant, "x1", "I prefer light mode and Emacs.", user_id="u2")])
+    other = f"{tenant}-other"
+    async with client_for(gateway_app, stack.key(other)) as foreign:
+        await post_turns(foreign, [turn(other, "s1", "I prefer light mode, CloudRetail uses Django.", user_id="u1")])
+    await facts_settled(gateway, "u1", 8)
+
+    response = await gateway.get(
+        "/v1/context",
+        params={"user_id": "u1", "session_id": "s2", "project_id": PROJECT, "budget": 1500,
+                "query": "my coding preferences and the backend and timeout rules I chose for CloudRetail last session"},
+    )  # fmt: skip
+    assert response.status_code == 200, response.text
+    context = response.json()
+    prompt = context["prompt"]
+    for needle in ("dark mode", "Python 3.11", "PostgreSQL", "FastAPI", "AlloyDB", "Valkey", "30 second",
+                   "asia-southeast1"):  # fmt: skip
+        assert needle in prompt, needle
+    for foreign_needle in ("light mode", "Emacs", "Django"):
+        assert foreign_needle not in prompt
+    assert prompt.splitlines()[0] == f"# Memory for u1 (project {PROJECT}, session s2)"
+    assert context["tokens"] <= 1500 and context["tokenizer"].startswith("llama2")
+    assert context["decomposition"]["method"] == "rules" and len(context["decomposition"]["queries"]) == 3
+    assert "s1" in context["decomposition"]["queries"][1], "'last session' is rewritten to its id"
+    sections = {s["name"]: s for s in context["sections"]}
+    assert sections["facts"]["items"] >= 8 and sum(s["tokens"] for s in sections.values()) <= context["tokens"]
+    assert context["naive_tokens"] > 0
+
+
+async def test_the_budget_is_respected_and_the_saving_reported(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    log = "\n".join(f"PASSED tests/test_orders.py::test_case_{i} [{i}%]" for i in range(300))
+    turns = [turn(tenant, "s1", f"run the tests, round {i}") for i in range(10)]
+    turns += [turn(tenant, "s1", log, role="tool", tool_name="pytest", tool_status="success") for _ in range(5)]
+    await post_turns(gateway, turns)
+    await facts_settled(gateway, "user-1", 0)
+
+    async def landed() -> dict[str, Any] | bool:
+        body = (await gateway.get("/v1/context", params={"user_id": "user-1", "session_id": "s1", "budget": 300,
+                                                         "query": "test results"})).json()  # fmt: skip
+        return body if body["naive_tokens"] > 5 * 2000 else False
+
+    await eventually(landed, timeout_s=60)
+    context = await landed()
+    assert isinstance(context, dict)
+    assert context["tokens"] <= 300 and context["saved_tokens"] == context["naive_tokens"] - context["tokens"]
+    assert context["saved_ratio"] > 0.9
+    assert sum(s["dropped"] for s in context["sections"]) > 0
+
+
+async def test_a_decayed_old_episode_ranks_below_a_fresh_equal_one(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    old, fresh = await store(stack, tenant, [
+        {"content": "deploy the billing service with rsync", "at": datetime.now(UTC) - timedelta(days=120)},
+        {"content": "deploy the billing service with rsync!", "at": datetime.now(UTC) - timedelta(days=1),
+         "vector_of": 0},
+    ])  # fmt: skip
+    params = {"user_id": "u1", "q": "deploy the billing service with rsync", "mmr": "false", "boosts": "false"}
+    hits = (await gateway.get("/v1/search", params=params)).json()["hits"]
+    assert [h["id"] for h in hits] == [str(fresh), str(old)]
+    assert hits[1]["parts"]["decay"] < 0.1 < hits[0]["parts"]["decay"]
+    undecayed = (await gateway.get("/v1/search", params={**params, "decay": "false"})).json()["hits"]
+    assert {h["parts"]["decay"] for h in undecayed} == {1.0}
+
+
+async def test_mmr_removes_a_near_duplicate(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
+    await store(stack, tenant, [
+        {"content": "the staging database password rotates every Monday"},
+        {"content": "the staging database password rotates every Monday.", "vector_of": 0},
+        {"content": "staging deploys happen on Fridays"},
+    ])  # fmt: skip
+    q = {"user_id": "u1", "q": "staging database password rotation"}
+    with_mmr = (await gateway.get("/v1/search", params=q)).json()["hits"]
+    without = (await gateway.get("/v1/search", params={**q, "mmr": "false"})).json()["hits"]
+    assert len(without) == 3 and len(with_mmr) == 2
+    assert sum("rotates every Monday" in h["content"] for h in with_mmr) == 1
+
+
+async def test_expired_and_superseded_facts_never_appear(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    start = datetime.now(UTC) - timedelta(days=2)
+    await post_turns(gateway, [turn(tenant, "s1", "Project rule for CloudRetail: the backend is FastAPI.",
+                                    project_id=PROJECT, event_time=start.isoformat()),
+                               turn(tenant, "s1", "I prefer light mode.", event_time=start.isoformat())])  # fmt: skip
+    await facts_settled(gateway, "user-1", 2)
+    await post_turns(
+        gateway, [turn(tenant, "s2", "We moved CloudRetail from FastAPI to Litestar.", project_id=PROJECT)]
+    )
+
+    async def superseded() -> bool:
+        history = (await gateway.get("/v1/entities/backend framework/history", params={"user_id": "user-1"})).json()
+        return len(history["facts"]) == 2
+
+    await eventually(superseded, timeout_s=60)
+    with stack.owner_db(tenant) as conn:
+        conn.execute("UPDATE facts SET expires_at = now() - interval '1 second' WHERE entity = 'theme'")
+    search = (await gateway.get("/v1/search", params={"user_id": "user-1", "q": "backend framework FastAPI light mode",
+                                                      "memory_types": "fact", "project_id": PROJECT})).json()  # fmt: skip
+    contents = " ".join(h["content"] for h in search["hits"])
+    assert "Litestar" in contents and "the backend is FastAPI" not in contents and "light mode" not in contents
+    context = (await gateway.get("/v1/context", params={"user_id": "user-1", "session_id": "s3", "project_id": PROJECT,
+                                                        "query": "backend"})).json()  # fmt: skip
+    facts_section = context["prompt"].split("## Long-term facts")[1].split("##")[0]
+    assert "Litestar" in facts_section and "the backend is FastAPI" not in facts_section
+    assert "light mode" not in facts_section
+
+
+async def test_filters_and_score_parts(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
+    now = datetime.now(UTC)
+    await store(stack, tenant, [
+        {"content": "deploy failed: disk full on node 3", "tags": ("error",), "at": now - timedelta(days=10)},
+        {"content": "we decided to deploy on Tuesdays", "tags": ("decision",), "at": now - timedelta(days=2)},
+        {"content": "deploy notes from last year", "at": now - timedelta(days=400)},
+    ])  # fmt: skip
+    base = {"user_id": "u1", "q": "deploy"}
+    errors = (await gateway.get("/v1/search", params={**base, "tags": "error"})).json()["hits"]
+    assert [h["content"] for h in errors] == ["deploy failed: disk full on node 3"]
+    recent = (await gateway.get("/v1/search", params={**base, "since": (now - timedelta(days=30)).isoformat()})).json()
+    assert {h["content"] for h in recent["hits"]} == {"deploy failed: disk full on node 3",
+                                                      "we decided to deploy on Tuesdays"}  # fmt: skip
+    window = {"since": (now - timedelta(days=500)).isoformat(), "until": (now - timedelta(days=300)).isoformat()}
+    old = (await gateway.get("/v1/search", params={**base, **window})).json()["hits"]
+    assert [h["content"] for h in old] == ["deploy notes from last year"]
+    assert (await gateway.get("/v1/search", params={**base, "memory_types": "fact"})).json()["hits"] == []
+    hit = (await gateway.get("/v1/search", params=base)).json()["hits"][0]
+    parts = hit["parts"]
+    assert hit["score"] == parts["rrf"] * parts["decay"] * parts["boost"]
+    assert parts["vector_rank"] or parts["text_rank"]
+    bad = await gateway.get("/v1/search", params={**base, "memory_types": "gossip"})
+    assert bad.status_code == 422 and "memory_types" in bad.json()["error"]["message"]
+    naive = await gateway.get("/v1/search", params={**base, "since": "2026-01-01T00:00:00"})
+    assert naive.status_code == 422
+
+
+async def test_reads_update_access_statistics_off_the_request_path(
+    stack: RunningStack, gateway: httpx.AsyncClient, gateway_app: FastAPI, tenant: str
+) -> None:
+    [event] = await store(stack, tenant, [{"content": "the on-call rota is in the wiki"}])
+    await gateway.get("/v1/search", params={"user_id": "u1", "q": "on-call rota"})
+    await gateway_app.state.gateway.access.flush()
+    with stack.db(tenant) as conn:
+        row = conn.execute("SELECT access_count, last_accessed_at IS NOT NULL FROM episodes WHERE event_id = %s",
+                           (event,)).fetchone()  # fmt: skip
+    assert row == (1, True)
+
+
+async def test_tenant_ranking_weights(gateway: httpx.AsyncClient, stack: RunningStack, tenant: str) -> None:
+    await store(stack, tenant, [{"content": "alpha beta gamma"}])
+    assert (await gateway.put("/v1/tenant/ranking", json={"vector_weight": 0.7, "text_weight": 0.3})).status_code == 200
+    assert (await gateway.get("/v1/tenant/ranking")).json() == {"vector_weight": 0.7, "text_weight": 0.3,
+                                                              "half_life_days": None}  # fmt: skip
+    hit = (await gateway.get("/v1/search", params={"user_id": "u1", "q": "alpha beta", "boosts": "false"})).json()
+    parts = hit["hits"][0]["parts"]
+    expected = 0.7 / (60 + parts["vector_rank"]) + 0.3 / (60 + parts["text_rank"])
+    assert abs(parts["rrf"] - expected) < 1e-9
+    assert np.isfinite(hit["hits"][0]["score"])

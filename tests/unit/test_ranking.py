@@ -1,0 +1,53 @@
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, boost_factor, decay_factor, mmr
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def item(key: str, rrf: float, *, age_days: float = 0, importance: float = 0.5, tags: tuple[str, ...] = (),
+         vector: tuple[float, ...] = (1.0, 0.0), decays: bool = True) -> Scored:  # fmt: skip
+    return Scored(key, rrf, NOW - timedelta(days=age_days), importance, tags,
+                  np.asarray(vector, dtype=np.float32), decays=decays)  # fmt: skip
+
+
+def test_decay_halves_every_half_life() -> None:
+    assert decay_factor(NOW, NOW, 30) == 1.0
+    assert decay_factor(NOW - timedelta(days=30), NOW, 30) == pytest.approx(0.5)
+    assert decay_factor(NOW - timedelta(days=90), NOW, 30) == pytest.approx(0.125)
+    assert decay_factor(NOW + timedelta(days=1), NOW, 30) == 1.0, "a clock ahead is not rewarded"
+
+
+def test_an_old_episode_ranks_below_a_fresh_one_of_equal_relevance() -> None:
+    old, fresh = item("old", 1.0, age_days=60), item("fresh", 1.0, age_days=1)
+    ranked = adjust([old, fresh], RankingOptions(boosts=False), NOW)
+    assert [i.key for i in ranked] == ["fresh", "old"]
+    assert adjust([item("old", 1.0, age_days=60)], RankingOptions(decay=False), NOW)[0].decay == 1.0
+    fact = item("fact", 1.0, age_days=365, decays=False)  # current state does not decay
+    assert adjust([fact], RankingOptions(), NOW)[0].decay == 1.0
+
+
+def test_boosts_for_importance_and_tags() -> None:
+    assert boost_factor(0.0, (), importance_weight=0.5, tag_weight=0.2) == 1.0
+    assert boost_factor(1.0, (), importance_weight=0.5, tag_weight=0.2) == 1.5
+    assert boost_factor(0.0, ("Decision",), importance_weight=0.5, tag_weight=0.2) == pytest.approx(1.2)
+    ranked = adjust([item("plain", 1.0), item("error", 1.0, tags=("error",))], RankingOptions(decay=False), NOW)
+    assert ranked[0].key == "error"
+
+
+def test_mmr_drops_a_near_duplicate_and_prefers_diversity() -> None:
+    a = item("a", 1.0, vector=(1.0, 0.0))
+    a_copy = item("a-copy", 0.99, vector=(0.999, 0.01))
+    b = item("b", 0.6, vector=(0.0, 1.0))
+    picked = mmr([a, a_copy, b], 3, RankingOptions())
+    assert [i.key for i in picked] == ["a", "b"], "the near-duplicate is gone and diversity comes second"
+    assert [i.key for i in mmr([a, a_copy, b], 3, RankingOptions(mmr=False))] == ["a", "a-copy", "b"]
+
+
+def test_mmr_keeps_k() -> None:
+    items = [item(str(i), 1.0 - i / 10, vector=(np.cos(i), np.sin(i))) for i in range(8)]
+    assert len(mmr(items, 5, RankingOptions(duplicate_cosine=1.01))) == 5
+    assert mmr([], 5, RankingOptions()) == []
