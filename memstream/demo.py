@@ -138,6 +138,7 @@ def play(client: httpx.Client, *, k: int = 5, timeout_s: float = 60.0) -> int:
         absent = missing[check.name]
         _say(f"  -> {check.name}: {'all recalled' if not absent else 'MISSING ' + ', '.join(absent)}")
     _show_facts(client, user)
+    _show_context(client, user, session_2)
     ok = not any(missing.values())
     _say("\nOK: session 2 recalls the preferences and the project rules" if ok else "\nFAILED")
     return 0 if ok else 1
@@ -159,6 +160,25 @@ def _show_facts(client: httpx.Client, user: str, *, timeout_s: float = 30.0) -> 
         _say(f"  {where:<22} {f['entity']:<18} {f['category']:<10} {f['summary']}")
     if not facts:
         _say("  (none yet: is the long-term memory worker running?)")
+
+
+def _show_context(client: httpx.Client, user: str, session: str) -> None:
+    """What an agent in session 2 would put in its prompt (GET /v1/context)."""
+    question = "my coding preferences and the backend and timeout rules I chose for CloudRetail last session"
+    response = client.get(
+        "/v1/context",
+        params={"user_id": user, "session_id": session, "project_id": PROJECT, "query": question, "budget": 600},
+    )
+    if response.status_code != 200:
+        _say(f"\nGET /v1/context failed: {response.status_code} {response.text}")
+        return
+    context = response.json()
+    _say(f"\n== session 2: the context for '{question}' ==")
+    _say(f"   sub-queries: {context['decomposition']['queries']}")
+    for line in context["prompt"].splitlines():
+        _say(f"  | {line}")
+    _say(f"  {context['tokens']} tokens ({context['tokenizer']}); the whole history would be "
+         f"{context['naive_tokens']} tokens")  # fmt: skip
 
 
 def _client(url: str, api_key: str) -> httpx.Client:
