@@ -36,3 +36,35 @@ class TokenCounter:
             return []
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         return [len(e.ids) for e in encodings]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """``text`` cut to about ``max_tokens`` tokens, keeping its head and its tail.
+
+        A long tool log or pasted file keeps its first ~60 % (what was run) and its last
+        ~40 % (how it ended), with a marker saying how many tokens were left out.
+        """
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        total = len(encoding.ids)
+        if total <= max_tokens:
+            return text
+        offsets = encoding.offsets
+        keep = max(0, max_tokens - 12)  # room for the marker
+        while True:
+            head, tail = (keep * 3) // 5, keep - (keep * 3) // 5
+            # Cut between words: the head ends before a token that starts a word, the tail starts at one.
+            head_end = offsets[head][0] if head else 0
+            tail_start = offsets[total - tail][0] if tail else len(text)
+            head_text, tail_text = text[:head_end], text[tail_start:]
+            if _mid_word(text, head_end) and len(parts := head_text.rsplit(None, 1)) > 1:
+                head_text = parts[0]
+            if _mid_word(text, tail_start) and len(parts := tail_text.split(None, 1)) > 1:
+                tail_text = parts[1]
+            omitted = total - self.count(head_text) - self.count(tail_text)
+            cut = f"{head_text.rstrip()} [… {omitted} tokens omitted …] {tail_text.lstrip()}".strip()
+            if self.count(cut) <= max_tokens or keep == 0:
+                return cut
+            keep = max(0, keep - 8)
+
+
+def _mid_word(text: str, at: int) -> bool:
+    return 0 < at < len(text) and not text[at].isspace() and not text[at - 1].isspace()

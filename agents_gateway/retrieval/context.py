@@ -10,10 +10,15 @@ prompt cache upstream stays warm and a reader knows where to look:
     ## Recent turns               role: content                    (oldest first)
     ## Relevant memories          - [date, type] content           (best first)
 
-Packing: each section first gets a share of the budget (facts 30 %, summary 15 %, recent
-turns 35 %, relevant memories 20 %), keeping its most valuable items; what is left over then
-goes to recent turns, relevant memories, facts and the summary, in that order. Token counts
-come from a real tokenizer (its name is in the answer).
+Packing: no single item may take more than an eighth of the budget (at least 64 tokens;
+the summary may take its whole share): a longer one, say a 7,000-token tool log, is cut to
+its head and tail with a marker, so one heavy turn never crowds out the rest. Each section
+then gets a share of the budget (facts 30 %, summary 15 %, recent turns 35 %, relevant
+memories 20 %), keeping its most valuable items; what is left over then goes to recent
+turns, relevant memories, facts and the summary, in that order. Recent turns stay
+contiguous (the newest ones, no gaps); facts and relevant memories may skip an item that
+does not fit for a later one that does. Token counts come from a real tokenizer (its name
+is in the answer).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from memstream.tokens import TokenCounter
 
 SHARES = {"facts": 0.30, "summary": 0.15, "recent": 0.35, "relevant": 0.20}
 SECOND_PASS = ("recent", "relevant", "facts", "summary")
+#: Sections whose chosen items must be a prefix of the candidates (no gaps).
+CONTIGUOUS = frozenset({"recent"})
+MIN_ITEM_CAP = 64
 TITLES = {
     "facts": "## Long-term facts",
     "summary": "## Summary of earlier turns",
@@ -52,17 +60,24 @@ class Packed:
 
 
 def _fill(section: Section, costs: list[int], allowance: int) -> int:
-    """Take the section's next candidates while they fit; returns tokens used."""
+    """Take the section's candidates, most valuable first, while they fit; returns tokens used."""
     used = 0
     for i, cost in enumerate(costs):
         if i in section.chosen:
             continue
         if cost > allowance - used:
-            break  # keep the value order: no skipping ahead to smaller, less valuable items
+            if section.name in CONTIGUOUS:
+                break
+            continue
         section.chosen.append(i)
         used += cost
     section.tokens += used
     return used
+
+
+def _capped(lines: Sequence[str], cap: int, tokens: TokenCounter) -> list[str]:
+    counts = tokens.count_many(lines)
+    return [line if n <= cap else tokens.truncate(line, cap) for line, n in zip(lines, counts, strict=True)]
 
 
 def pack(
@@ -74,9 +89,11 @@ def pack(
     chronological: Sequence[str] = ("recent",),
 ) -> Packed:
     """Choose lines per section within ``budget`` tokens and lay the prompt out."""
-    sections = {name: Section(name, list(candidates.get(name, ()))) for name in ORDER}
-    fixed = tokens.count(header) + sum(tokens.count(TITLES[n]) + 1 for n in ORDER if sections[n].candidates)
+    fixed = tokens.count(header) + sum(tokens.count(TITLES[n]) + 1 for n in ORDER if candidates.get(n))
     remaining = max(0, budget - fixed)
+    item_cap = max(MIN_ITEM_CAP, budget // 8)
+    caps = {n: max(item_cap, int(remaining * SHARES[n])) if n == "summary" else item_cap for n in ORDER}
+    sections = {n: Section(n, _capped(candidates.get(n, ()), caps[n], tokens)) for n in ORDER}
     costs = {n: [c + 1 for c in tokens.count_many(s.candidates)] for n, s in sections.items()}
     left = remaining
     for name in ORDER:

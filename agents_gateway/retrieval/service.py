@@ -3,9 +3,11 @@ access statistics, and the context assembly."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 import psycopg
 
@@ -15,7 +17,7 @@ from agents_gateway.retrieval.decomposition import Decomposition, Method, decomp
 from agents_gateway.retrieval.ranking import RankingOptions
 from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
 from agents_gateway.state import GatewayState
-from sinks.postgres.fact_queries import facts_as_of
+from sinks.postgres.fact_queries import FactRow, facts_as_of
 from sinks.postgres.retrieval import EPISODE_TYPES, Filters
 
 CONTEXT_RELEVANT = 12
@@ -115,6 +117,21 @@ def _where(scope: str, project_id: str | None) -> str:
     return f"project {project_id}" if scope == "project" else scope
 
 
+def _fact_lines(facts: Sequence[FactRow]) -> list[tuple[str, list[UUID]]]:
+    """One line per distinct statement, most important first, with the facts it stands for.
+
+    Extraction often states one thing about several entities ("Alice and Bob use Postgres");
+    those facts share a line ("- [global] alice, bob: uses Postgres") instead of repeating it.
+    """
+    groups: dict[tuple[str, str], list[FactRow]] = {}
+    for fact in sorted(facts, key=lambda f: (-f.importance, f.scope, f.entity)):
+        groups.setdefault((_where(fact.scope, fact.project_id), fact.summary), []).append(fact)
+    return [
+        (f"- [{where}] {', '.join(dict.fromkeys(f.entity for f in group))}: {summary}", [f.fact_id for f in group])
+        for (where, summary), group in groups.items()
+    ]
+
+
 async def build_context(
     state: GatewayState,
     conn: psycopg.AsyncConnection[Any],
@@ -128,10 +145,7 @@ async def build_context(
     budget: int,
     method: Method,
 ) -> ContextOut:
-    facts = sorted(
-        await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id),
-        key=lambda f: (-f.importance, f.scope, f.entity),
-    )
+    facts = _fact_lines(await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id))
     view = await state.buffers.view(tenant_id, session_id)
     raw_recent = [t for t in (*view.pending, *view.window) if agent_id is None or t.get("shared")
                   or t.get("agent_id") == agent_id]  # fmt: skip
@@ -150,7 +164,7 @@ async def build_context(
     packed = pack(
         f"# Memory for {user_id} ({where})",
         {
-            "facts": [f"- [{_where(f.scope, f.project_id)}] {f.entity}: {f.summary}" for f in facts],
+            "facts": [line for line, _ in facts],
             "summary": [summary] if summary else [],
             "recent": [f"{t['role']}: {t['content']}" for t in reversed(raw_recent)],
             "relevant": [f"- [{h.candidate.created_at:%Y-%m-%d}, {h.candidate.memory_type}] {h.candidate.content}"
@@ -160,7 +174,8 @@ async def build_context(
         tokens=state.tokens,
     )  # fmt: skip
     naive = await naive_tokens(conn, user_id, project_id) + (state.tokens.count(query) if query else 0)
-    state.access.note(tenant_id, facts=[facts[i].fact_id for i in packed.sections["facts"].chosen])
+    fact_ids = [fact_id for i in sorted(packed.sections["facts"].chosen) for fact_id in facts[i][1]]
+    state.access.note(tenant_id, facts=fact_ids)
     return ContextOut(
         prompt=packed.prompt, tokens=packed.tokens, budget=budget, tokenizer=state.tokens.name,
         sections=[ContextSectionOut(name=s.name, tokens=s.tokens, items=len(s.chosen), dropped=s.dropped)  # type: ignore[arg-type]
@@ -168,6 +183,6 @@ async def build_context(
         naive_tokens=naive, saved_tokens=max(0, naive - packed.tokens),
         saved_ratio=round(1 - packed.tokens / naive, 4) if naive > packed.tokens else 0.0,
         decomposition=decomposition_out(decomposition),
-        facts=[facts[i].fact_id for i in sorted(packed.sections["facts"].chosen)],
+        facts=fact_ids,
         relevant=[to_hit(hits[i]) for i in sorted(packed.sections["relevant"].chosen)],
     )  # fmt: skip

@@ -73,7 +73,11 @@ async def test_session_2_context_holds_the_preferences_and_the_rules_and_nothing
     assert context["decomposition"]["method"] == "rules" and len(context["decomposition"]["queries"]) == 3
     assert "s1" in context["decomposition"]["queries"][1], "'last session' is rewritten to its id"
     sections = {s["name"]: s for s in context["sections"]}
-    assert sections["facts"]["items"] >= 8 and sum(s["tokens"] for s in sections.values()) <= context["tokens"]
+    assert len(context["facts"]) >= 8 and sum(s["tokens"] for s in sections.values()) <= context["tokens"]
+    fact_lines = prompt.split("## Long-term facts\n", 1)[1].split("\n## ", 1)[0].splitlines()
+    assert len(fact_lines) == sections["facts"]["items"] <= len(context["facts"])
+    statements = [(line.split("]", 1)[0], line.split(": ", 1)[1]) for line in fact_lines]
+    assert len(set(statements)) == len(statements), "one line per distinct statement"
     assert context["naive_tokens"] > 0
 
 
