@@ -3,6 +3,7 @@ the hot paths."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -66,23 +67,39 @@ async def put_ranking(conn: psycopg.AsyncConnection[Any], tenant_id: str, rankin
 
 class PolicyCache:
     """Tenant settings for ``ttl_s`` seconds: a change reaches every process within that (the
-    gateway forgets a tenant's entry at once when it is the one changing it)."""
+    gateway forgets a tenant's entry at once when it is the one changing it).
+
+    A caller that already holds a connection in the tenant's transaction passes it: taking a
+    second one from the same pool while holding the first deadlocks once every request of a
+    burst does it together. Concurrent misses for one tenant share one read.
+    """
 
     def __init__(self, pool: AsyncConnectionPool, *, ttl_s: float = 10.0) -> None:
         self.pool = pool
         self.ttl_s = ttl_s
         self._entries: dict[str, tuple[float, TenantSettings]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
 
-    async def settings(self, tenant_id: str) -> TenantSettings:
-        now = time.monotonic()
+    async def settings(self, tenant_id: str, conn: psycopg.AsyncConnection[Any] | None = None) -> TenantSettings:
+        if (fresh := self._fresh(tenant_id)) is not None:
+            return fresh
+        if conn is not None:
+            return self._store(tenant_id, await get_tenant_settings(conn, tenant_id))
+        async with self._locks.setdefault(tenant_id, asyncio.Lock()):
+            if (fresh := self._fresh(tenant_id)) is not None:  # loaded while this one waited
+                return fresh
+            async with tenant_transaction(self.pool, tenant_id) as own:
+                return self._store(tenant_id, await get_tenant_settings(own, tenant_id))
+
+    def _fresh(self, tenant_id: str) -> TenantSettings | None:
         hit = self._entries.get(tenant_id)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        async with tenant_transaction(self.pool, tenant_id) as conn:
-            found = await get_tenant_settings(conn, tenant_id)
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+    def _store(self, tenant_id: str, found: TenantSettings) -> TenantSettings:
         if len(self._entries) > 10_000:
             self._entries.clear()
-        self._entries[tenant_id] = (now + self.ttl_s, found)
+            self._locks = {t: lock for t, lock in self._locks.items() if lock.locked()}
+        self._entries[tenant_id] = (time.monotonic() + self.ttl_s, found)
         return found
 
     async def get(self, tenant_id: str) -> PrivacyPolicy:
