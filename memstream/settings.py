@@ -122,7 +122,12 @@ class Settings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1)
     rrf_vector_weight: float = Field(default=0.5, ge=0)
     rrf_text_weight: float = Field(default=0.5, ge=0)
-    search_half_life_days: float = Field(default=30.0, gt=0, description="Episodes' score halves every N days.")
+    search_half_life_days: float = Field(
+        default=30.0, gt=0, description="Episodes' recency weight moves halfway to the floor every N days."
+    )
+    search_decay_floor: float = Field(
+        default=0.8, ge=0, le=1, description="The least an old episode's score is multiplied by (1 = no decay)."
+    )
     produce_timeout_s: float = 10.0
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")

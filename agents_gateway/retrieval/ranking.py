@@ -20,8 +20,11 @@ BOOSTED_TAGS = frozenset({"error", "failure", "decision", "preference", "rule", 
 @dataclass(frozen=True)
 class RankingOptions:
     decay: bool = True
-    #: Days after which an episode's score is halved (facts and skills are current state: no decay).
+    #: Days after which an episode's recency weight is halved (facts and skills are current state: no decay).
     half_life_days: float = 30.0
+    #: The least an old episode's score is multiplied by: decay breaks ties between similar
+    #: matches, it never buries a strong old match under a weak new one.
+    decay_floor: float = 0.8
     boosts: bool = True
     importance_weight: float = 0.5
     tag_weight: float = 0.2
@@ -53,10 +56,11 @@ class Scored:
         return self.rrf * self.decay * self.boost
 
 
-def decay_factor(created_at: datetime, now: datetime, half_life_days: float) -> float:
-    """0.5 ** (age / half-life): 1 for now, 0.5 after one half-life."""
+def decay_factor(created_at: datetime, now: datetime, half_life_days: float, floor: float = 0.0) -> float:
+    """floor + (1 - floor) · 0.5 ** (age / half-life): 1 for now, halfway to ``floor`` after one
+    half-life, ``floor`` for the very old."""
     age_days = max(0.0, (now - created_at).total_seconds() / 86_400)
-    return math.pow(0.5, age_days / half_life_days)
+    return floor + (1.0 - floor) * math.pow(0.5, age_days / half_life_days)
 
 
 def boost_factor(importance: float, tags: Sequence[str], *, importance_weight: float, tag_weight: float) -> float:
@@ -71,7 +75,9 @@ def adjust(items: list[Scored], options: RankingOptions, now: datetime) -> list[
     """Apply decay and boosts; best first."""
     for item in items:
         item.decay = (
-            decay_factor(item.created_at, now, options.half_life_days) if options.decay and item.decays else 1.0
+            decay_factor(item.created_at, now, options.half_life_days, options.decay_floor)
+            if options.decay and item.decays
+            else 1.0
         )
         item.boost = (
             boost_factor(item.importance, item.tags, importance_weight=options.importance_weight,
@@ -99,22 +105,21 @@ def mmr(items: list[Scored], k: int, options: RankingOptions) -> list[Scored]:
     dims = {i.embedding.shape[0] for i in items}
     if len(dims) != 1:  # mixed embedding models: no common space to compare in
         return items[:k]
-    vectors = _unit(np.stack([i.embedding for i in items]))
+    vectors = _unit(np.stack([i.embedding for i in items]).astype(np.float32))
     similarity = vectors @ vectors.T
     top = max(i.score for i in items) or 1.0
-    relevance = np.array([i.score / top for i in items])
+    relevance = np.array([i.score / top for i in items], dtype=np.float64)
+    #: Each candidate's highest cosine to anything picked so far (0 before the first pick).
+    redundancy = np.zeros(len(items), dtype=np.float64)
+    open_ = np.ones(len(items), dtype=bool)
     chosen: list[int] = []
-    remaining = list(range(len(items)))
-    while remaining and len(chosen) < k:
-        best, best_value = -1, -math.inf
-        for j in remaining:
-            redundancy = max((similarity[j, c] for c in chosen), default=0.0)
-            value = options.mmr_lambda * relevance[j] - (1 - options.mmr_lambda) * redundancy
-            if value > best_value:
-                best, best_value = j, value
-        remaining.remove(best)
-        items[best].mmr_penalty = float(max((similarity[best, c] for c in chosen), default=0.0))
+    while open_.any() and len(chosen) < k:
+        value = options.mmr_lambda * relevance - (1 - options.mmr_lambda) * redundancy
+        best = int(np.argmax(np.where(open_, value, -np.inf)))
+        open_[best] = False
+        items[best].mmr_penalty = float(redundancy[best])
         if chosen and items[best].mmr_penalty >= options.duplicate_cosine:
             continue  # a near-duplicate of something already chosen
         chosen.append(best)
+        np.maximum(redundancy, similarity[:, best], out=redundancy)
     return [items[i] for i in chosen]

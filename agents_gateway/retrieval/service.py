@@ -55,7 +55,7 @@ async def search(
 ) -> tuple[list[Hit], Decomposition]:
     now = now or datetime.now(UTC)
     settings = state.settings
-    tenant = await state.policies.settings(filters.tenant_id)
+    tenant = await state.policies.settings(filters.tenant_id, conn)
     decomposition = await decompose(
         query, method=method, session_id=filters.session_id,
         previous_session_id=await previous_session(conn, filters.user_id, filters.session_id), now=now,
@@ -73,6 +73,7 @@ async def search(
         ranking=RankingOptions(
             decay=toggles.decay, boosts=toggles.boosts, mmr=toggles.mmr,
             half_life_days=tenant.ranking.half_life_days or settings.search_half_life_days,
+            decay_floor=settings.search_decay_floor,
         ),
         strategy=settings.vector_index,
     )  # fmt: skip

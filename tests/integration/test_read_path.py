@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import httpx
 import numpy as np
 import psycopg
+import pytest
 from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
@@ -17,6 +19,9 @@ from memstream.demo import PROJECT
 from memstream.embedder.local import WordLlamaEmbedder
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
+from sinks.postgres.pool import create_pool
+from sinks.postgres.tenancy import tenant_transaction
+from sinks.postgres.tenant_settings import PolicyCache, TenantSettings
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
 from tests.integration.helpers import post_turns, turn
 from tests.integration.test_long_term_memory import facts_settled, seed_turns
@@ -114,7 +119,9 @@ async def test_a_decayed_old_episode_ranks_below_a_fresh_equal_one(
     params = {"user_id": "u1", "q": "deploy the billing service with rsync", "mmr": "false", "boosts": "false"}
     hits = (await gateway.get("/v1/search", params=params)).json()["hits"]
     assert [h["id"] for h in hits] == [str(fresh), str(old)]
-    assert hits[1]["parts"]["decay"] < 0.1 < hits[0]["parts"]["decay"]
+    floor, half_life = stack.settings.search_decay_floor, stack.settings.search_half_life_days
+    assert hits[1]["parts"]["decay"] == pytest.approx(floor + (1 - floor) * 0.5 ** (120 / half_life), rel=1e-3)
+    assert hits[1]["parts"]["decay"] < hits[0]["parts"]["decay"] <= 1.0
     undecayed = (await gateway.get("/v1/search", params={**params, "decay": "false"})).json()["hits"]
     assert {h["parts"]["decay"] for h in undecayed} == {1.0}
 
@@ -211,3 +218,29 @@ async def test_tenant_ranking_weights(gateway: httpx.AsyncClient, stack: Running
     expected = 0.7 / (60 + parts["vector_rank"]) + 0.3 / (60 + parts["text_rank"])
     assert abs(parts["rrf"] - expected) < 1e-9
     assert np.isfinite(hit["hits"][0]["score"])
+
+
+async def test_a_burst_of_reads_bigger_than_the_pool_when_the_settings_expire_all_succeed(
+    stack: RunningStack, gateway: httpx.AsyncClient, gateway_app: FastAPI, tenant: str
+) -> None:
+    # Each read holds a pooled connection; the tenant's settings must then come through it,
+    # not through a second one from the same (full) pool.
+    await store(stack, tenant, [{"content": "deploy the billing service with rsync"}])
+    gateway_app.state.gateway.policies.forget(tenant)
+    responses = await asyncio.gather(
+        *(gateway.get("/v1/search", params={"user_id": "u1", "q": f"billing deploy {i}"}) for i in range(40))
+    )
+    assert [r.status_code for r in responses] == [200] * 40
+
+
+async def test_tenant_settings_load_through_the_held_connection(stack: RunningStack, tenant: str) -> None:
+    pool = create_pool(stack.settings.require_database_url(), name="one", min_size=1, max_size=1)
+    await pool.open(wait=True)
+    try:
+        cache = PolicyCache(pool)
+        async with tenant_transaction(pool, tenant) as conn:  # the pool's only connection
+            found = await asyncio.wait_for(cache.settings(tenant, conn), timeout=5)
+        assert found == TenantSettings()
+        assert await asyncio.wait_for(cache.settings(tenant), timeout=5) is found, "served from the cache"
+    finally:
+        await pool.close()

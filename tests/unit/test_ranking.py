@@ -21,6 +21,19 @@ def test_decay_halves_every_half_life() -> None:
     assert decay_factor(NOW + timedelta(days=1), NOW, 30) == 1.0, "a clock ahead is not rewarded"
 
 
+def test_decay_with_a_floor_moves_halfway_to_it_every_half_life_and_never_below() -> None:
+    assert decay_factor(NOW, NOW, 30, floor=0.8) == 1.0
+    assert decay_factor(NOW - timedelta(days=30), NOW, 30, floor=0.8) == pytest.approx(0.9)
+    assert decay_factor(NOW - timedelta(days=3650), NOW, 30, floor=0.8) == pytest.approx(0.8)
+
+
+def test_a_strong_old_match_still_beats_a_weak_fresh_one() -> None:
+    # RRF scores: first in both lists vs twentieth in both (k = 60).
+    strong_old, weak_fresh = item("old", 2 / 61, age_days=400), item("fresh", 2 / 80, age_days=0)
+    ranked = adjust([weak_fresh, strong_old], RankingOptions(boosts=False), NOW)
+    assert [i.key for i in ranked] == ["old", "fresh"]
+
+
 def test_an_old_episode_ranks_below_a_fresh_one_of_equal_relevance() -> None:
     old, fresh = item("old", 1.0, age_days=60), item("fresh", 1.0, age_days=1)
     ranked = adjust([old, fresh], RankingOptions(boosts=False), NOW)
