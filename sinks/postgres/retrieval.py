@@ -9,10 +9,12 @@ parameter; the only composed SQL is the HNSW cast's dimension, an int checked he
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import zip_longest
 from typing import Any, Literal
 
 import numpy as np
@@ -107,10 +109,11 @@ _SKILL_COLUMNS = (
     " coalesce(last_used_at, created_at) AS created_at, embedding"
 )
 #: An OR of the query's lexemes (stemmed, stopwords dropped): a question rarely shares all its
-#: words with the answer, so ranking (cover density) decides, not an AND.
+#: words with the answer, so ranking (cover density) decides, not an AND. Facts and skills are
+#: few per user; episodes use the IDF-weighted query below.
 _OR_QUERY = (
     "(SELECT array_to_string(ARRAY(SELECT quote_literal(l) FROM unnest(tsvector_to_array("
-    "to_tsvector('english', %(text)s))) AS l), ' | ')::tsquery AS q) AS t"
+    "to_tsvector(%(config)s::regconfig, %(text)s))) AS l), ' | ')::tsquery AS q) AS t"
 )
 
 
@@ -134,18 +137,95 @@ def _vector_sql(kind: Kind, distance: sql.Composable) -> sql.Composed:
     )
 
 
+_LEXEMES_SQL = "SELECT tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))"
+#: Document frequencies of the query's lexemes in a sample of the user's episodes (one pass
+#: over at most SAMPLE rows; an exact count of a common word over 100k rows costs ~50 ms each).
+_SAMPLE_DF_SQL = sql.SQL(
+    "WITH s AS MATERIALIZED (SELECT tsv FROM episodes WHERE {where} LIMIT %(sample)s)"
+    " SELECT (SELECT count(*) FROM s) AS n, l.lexeme, (SELECT count(*) FROM s WHERE s.tsv @@ l.q) AS df"
+    " FROM unnest(%(lexemes)s::text[], %(terms)s::tsquery[]) AS l(lexeme, q)"
+).format(where=sql.SQL(_EPISODE_WHERE))
+#: Episodes holding any selective lexeme, scored by the IDF of the lexemes they hold (BM25
+#: without term frequency: turns are short), cover density breaking ties.
+_EPISODE_TEXT_SQL = (
+    "SELECT {cols}, {score} + 0.01 * ts_rank_cd(tsv, %(any)s::tsquery) AS text_rank FROM episodes"
+    " WHERE {where} AND tsv @@ %(filter)s::tsquery ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
+)
+#: Rows sampled for document frequencies; beyond it IDF hardly changes.
+SAMPLE = 2_000
+#: A lexeme in more than this share of the user's episodes (a speaker's name, "deploy" in a
+#: deployment log) does not select candidates: it would pull in a large part of the corpus.
+COMMON_SHARE = 0.05
+MIN_COMMON_DF = 3
+
+
+@dataclass(frozen=True)
+class TermWeights:
+    """The query's lexemes with their IDF, and which ones select candidates."""
+
+    idf: dict[str, float]
+    selective: list[str]
+
+
+def term_weights(n_docs: int, df: dict[str, int], *, df_cap: int) -> TermWeights:
+    """IDF (BM25's, ``ln(1 + (N - df + 0.5) / (df + 0.5))``) per lexeme; lexemes in ``df_cap``
+    or more of the ``n_docs`` sampled are common: they only add to a score. When every lexeme
+    is common the two least common select (an agent asking about its own name)."""
+    idf = {t: math.log(1 + (n_docs - min(d, n_docs) + 0.5) / (d + 0.5)) for t, d in df.items()}
+    selective = sorted(t for t, d in df.items() if d < df_cap)
+    if not selective and df:
+        selective = sorted(df, key=lambda t: (df[t], t))[:2]
+    return TermWeights(idf, selective)
+
+
+def tsquery_term(lexeme: str) -> str:
+    """A lexeme as a tsquery literal, not normalised again (quotes and backslashes escaped)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+async def _episode_text(
+    cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], lexemes: list[str]
+) -> list[dict[str, Any]]:
+    terms = [tsquery_term(t) for t in lexemes]
+    await cur.execute(_SAMPLE_DF_SQL, {**params, "sample": SAMPLE, "lexemes": lexemes, "terms": terms})
+    rows = await cur.fetchall()
+    n_docs = int(rows[0]["n"]) if rows else 0
+    if n_docs == 0:
+        return []
+    df = {str(r["lexeme"]): int(r["df"]) for r in rows}
+    weights = term_weights(n_docs, df, df_cap=max(MIN_COMMON_DF, math.ceil(n_docs * COMMON_SHARE)))
+    score = sql.SQL(" + ").join(
+        sql.SQL("CASE WHEN tsv @@ {}::tsquery THEN {}::float8 ELSE 0 END").format(
+            sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
+        )
+        for i in range(len(lexemes))
+    )
+    query = sql.SQL(_EPISODE_TEXT_SQL).format(
+        cols=sql.SQL(_EPISODE_COLUMNS), score=score, where=sql.SQL(_EPISODE_WHERE)
+    )
+    # A custom plan: a generic one cannot see how selective the filter's words are.
+    await cur.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    await cur.execute(
+        query,
+        {
+            **params,
+            **{f"t{i}": term for i, term in enumerate(terms)},
+            **{f"w{i}": weights.idf[t] for i, t in enumerate(lexemes)},
+            "any": " | ".join(terms),
+            "filter": " | ".join(tsquery_term(t) for t in weights.selective),
+        },
+    )
+    return await cur.fetchall()
+
+
 _TEXT_SQL: dict[Kind, sql.Composed] = {
-    "episode": sql.SQL(
-        "SELECT {cols}, ts_rank_cd(tsv, t.q) AS text_rank FROM episodes, {q}"
-        " WHERE {where} AND tsv @@ t.q ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
-    ).format(cols=sql.SQL(_EPISODE_COLUMNS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_EPISODE_WHERE)),
     "fact": sql.SQL(
         "SELECT {cols}, ts_rank_cd(tsv, t.q) AS text_rank FROM facts, {q}"
         " WHERE {where} AND tsv @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s"
     ).format(cols=sql.SQL(_FACT_COLUMNS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_FACT_WHERE)),
     "skill": sql.SQL(
-        "SELECT {cols}, ts_rank_cd(to_tsvector('english', name || ' ' || description), t.q) AS text_rank"
-        " FROM skills, {q} WHERE to_tsvector('english', name || ' ' || description) @@ t.q"
+        "SELECT {cols}, ts_rank_cd(to_tsvector(%(config)s::regconfig, name || ' ' || description), t.q)"
+        " AS text_rank FROM skills, {q} WHERE to_tsvector(%(config)s::regconfig, name || ' ' || description) @@ t.q"
         " ORDER BY text_rank DESC LIMIT %(limit)s"
     ).format(cols=sql.SQL(_SKILL_COLUMNS), q=sql.SQL(_OR_QUERY)),
 }
@@ -212,16 +292,27 @@ async def vector_candidates(
 
 
 async def text_candidates(
-    conn: psycopg.AsyncConnection[Any], filters: Filters, text: str, *, limit: int
+    conn: psycopg.AsyncConnection[Any], filters: Filters, text: str, *, limit: int, config: str = "english"
 ) -> list[Candidate]:
-    """Candidates of every requested kind sharing words with ``text``, best rank first."""
-    params = {**filters.params(), "text": text, "limit": limit}
-    out: list[Candidate] = []
-    async with conn.cursor(row_factory=dict_row) as cur:
+    """Candidates of every requested kind sharing words with ``text``, best first within each
+    kind (episodes by IDF, facts and skills by cover density), kinds interleaved by rank."""
+    params = {**filters.params(), "text": text, "limit": limit, "config": config}
+    by_kind: list[list[Candidate]] = []
+    async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(_LEXEMES_SQL, params)
+        row = await cur.fetchone()
+        lexemes = sorted(set(row["tsvector_to_array"] or [])) if row else []
+        if not lexemes:
+            return []
         for kind in _kinds(filters):
-            await cur.execute(_TEXT_SQL[kind], params)
-            out.extend(_candidate(kind, row) for row in await cur.fetchall())
-    out.sort(key=lambda c: -(c.text_rank or 0.0))
+            if kind == "episode":
+                rows = await _episode_text(cur, params, lexemes)
+            else:
+                await cur.execute(_TEXT_SQL[kind], params)
+                rows = await cur.fetchall()
+            by_kind.append([_candidate(kind, r) for r in rows])
+    # Scores of different kinds are not comparable: interleave them rank by rank.
+    out = [c for rank in zip_longest(*by_kind) for c in rank if c is not None]
     return out[:limit]
 
 

@@ -13,7 +13,7 @@ from pgvector.psycopg import register_vector_async
 from memstream.embedder.local import WordLlamaEmbedder
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from sinks.postgres.retrieval import Filters, vector_candidates
+from sinks.postgres.retrieval import Filters, text_candidates, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index, index_name
 from tests.fixtures.stack import RunningStack
 
@@ -121,7 +121,7 @@ async def test_text_and_vector_ranks_are_reported_and_fused(
 
 async def test_hostile_query_text_is_just_text(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
     await store(stack, tenant, [{"content": "ordinary memory"}])
-    for q in ["'; DROP TABLE episodes; --", "a & b | !c <-> (d", "%s %(tenant_id)s", "\\x00"]:
+    for q in ["'; DROP TABLE episodes; --", "a & b | !c <-> (d", "%s %(tenant_id)s", "\\x00", "o'neil's back\\'slash"]:
         response = await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u1", "q": q})
         assert response.status_code == 200
     with stack.db(tenant) as conn:
@@ -159,3 +159,21 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
     with stack.owner_db() as conn:
         names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
     assert index_name(EMBEDDER.model_name) not in names
+
+
+async def test_a_rare_word_outweighs_a_name_on_every_turn(stack: RunningStack, tenant: str) -> None:
+    chatter = [f"Caroline: Caroline here, just chatting about day {i}, Caroline again." for i in range(60)]
+    poetry, *_ = await store(stack, tenant, [
+        {"content": "Melanie: I went to a poetry reading about grief and healing."},
+        {"content": "Caroline: the art show was lovely."},
+        *({"content": c} for c in chatter),
+    ])  # fmt: skip
+    scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await register_vector_async(conn)
+        await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
+        question = "What was the poetry reading that Caroline attended about?"
+        hits = await text_candidates(conn, scope, question, limit=10)
+        assert [h.id for h in hits] == [poetry], "a name on every turn selects nothing by itself"
+        hits = await text_candidates(conn, scope, "Caroline", limit=3)
+        assert len(hits) == 3, "asked about the name alone, the name selects"
