@@ -35,7 +35,10 @@ log = logging.getLogger(__name__)
 def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool = create_pool(settings.require_database_url(), name="gateway", min_size=1, max_size=16)
+        pool = create_pool(
+            settings.require_database_url(), name="gateway", min_size=1, max_size=16,
+            text_search_config=settings.text_search_config,
+        )  # fmt: skip
         client = aioredis.from_url(settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=2)
         producer = TurnProducer(
             settings.require_kafka(),

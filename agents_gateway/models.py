@@ -373,6 +373,24 @@ class ForgetPreviewOut(BaseModel):
     would_forget: list[uuid.UUID]
 
 
+class TextSearchIn(BaseModel):
+    """The tenant's full-text language; null falls back to the deployment's default."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    config: str | None = Field(default=None, max_length=63, examples=["german"])
+
+
+class TextSearchOut(BaseModel):
+    #: What the tenant set (null: the deployment's default).
+    config: str | None
+    #: What its rows are indexed in and queries use.
+    effective: str
+    available: list[str]
+    #: Rows re-indexed by this change (PUT only).
+    reindexed: dict[str, int] = Field(default_factory=dict)
+
+
 class RankingIO(BaseModel):
     """Per-tenant ranking; null falls back to the deployment's default."""
 

@@ -123,7 +123,9 @@ def _maintain(args: argparse.Namespace, settings: Settings) -> int:
         from sinks.postgres.pool import create_pool
         from streams.maintenance import Maintainer
 
-        pool = create_pool(resolved.require_database_url(), name="maintain")
+        pool = create_pool(
+            resolved.require_database_url(), name="maintain", text_search_config=resolved.text_search_config
+        )
         models, embedder = build_models(resolved), build_embedder(resolved)
         await pool.open()
         try:

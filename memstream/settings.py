@@ -110,7 +110,11 @@ class Settings(BaseSettings):
     llm_max_attempts: int = Field(default=4, ge=1, description="Tries per call on 429/5xx/timeouts.")
     llm_retry_initial_s: float = Field(default=0.5, gt=0)
     llm_retry_max_s: float = Field(default=8.0, gt=0)
-    text_search_config: str = "english"
+    text_search_config: str = Field(
+        default="english",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$",
+        description="Postgres text-search configuration for tenants that set none (english, german, simple, ...).",
+    )
 
     # --- the gateway ----------------------------------------------------------------------
     gateway_host: str = "127.0.0.1"

@@ -15,7 +15,7 @@ from memstream.extraction.factory import MemoryModels, build_models
 from memstream.settings import Settings
 from memstream.tokens import TokenCounter
 from sinks.errors import SchemaNotReadyError
-from sinks.postgres.migrate import check_schema
+from sinks.postgres.migrate import check_schema, check_text_search_config
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import session_buffers
@@ -34,8 +34,9 @@ class PipelineResources(Service):
         self.settings = settings
         self.backoff = Backoff(initial_s=settings.retry_initial_s, max_s=settings.retry_max_s)
         self.pool: AsyncConnectionPool = create_pool(
-            settings.require_database_url(), name="worker", min_size=2, max_size=6
-        )
+            settings.require_database_url(), name="worker", min_size=2, max_size=6,
+            text_search_config=settings.text_search_config,
+        )  # fmt: skip
         self.redis: aioredis.Redis = aioredis.from_url(
             settings.require_redis_url(), socket_timeout=10, socket_connect_timeout=5
         )
@@ -69,6 +70,7 @@ class PipelineResources(Service):
         async def schema_ready() -> None:
             async with self.pool.connection() as conn:
                 await check_schema(conn)
+                await check_text_search_config(conn, self.settings.text_search_config)
 
         # A database that is down is waited for; one that is not migrated fails loudly.
         await retry_until_done(

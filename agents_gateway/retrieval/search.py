@@ -34,6 +34,8 @@ class SearchSpec:
     rrf_k: int
     ranking: RankingOptions
     strategy: VectorIndex
+    #: Postgres text-search configuration the tenant's rows are indexed in.
+    text_config: str = "english"
 
 
 @dataclass
@@ -50,7 +52,7 @@ async def _one_query(
     by_vector = await vector_candidates(
         conn, spec.filters, embedding, model=model, limit=spec.candidates, strategy=spec.strategy
     )
-    by_text = await text_candidates(conn, spec.filters, query, limit=spec.candidates)
+    by_text = await text_candidates(conn, spec.filters, query, limit=spec.candidates, config=spec.text_config)
     candidates: dict[tuple[str, Any], Candidate] = {(c.kind, c.id): c for c in (*by_vector, *by_text)}
     fused = fuse_rrf(
         [

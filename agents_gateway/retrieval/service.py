@@ -76,6 +76,7 @@ async def search(
             decay_floor=settings.search_decay_floor,
         ),
         strategy=settings.vector_index,
+        text_config=tenant.text_search_config or settings.text_search_config,
     )  # fmt: skip
     hits = await hybrid_search(conn, spec, state.embedder, now=now)
     state.access.note(

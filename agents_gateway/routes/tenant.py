@@ -1,4 +1,4 @@
-"""The tenant's own settings: its privacy policy."""
+"""The tenant's own settings: privacy, retention, ranking and full-text language."""
 
 from __future__ import annotations
 
@@ -8,14 +8,22 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from agents_gateway.auth import Principal, scoped
-from agents_gateway.errors import AUTH_ERRORS
-from agents_gateway.models import ForgetPreviewOut, PrivacyPolicyIO, RankingIO, RetentionIO
+from agents_gateway.errors import AUTH_ERRORS, ApiError
+from agents_gateway.models import ForgetPreviewOut, PrivacyPolicyIO, RankingIO, RetentionIO, TextSearchIn, TextSearchOut
 from agents_gateway.state import GatewayState
 from memstream.privacy import PrivacyPolicy
 from sinks.postgres.audit import append_audit
 from sinks.postgres.maintenance import RetentionPolicy, forget, put_retention_policy, retention_policy
+from sinks.postgres.migrate import text_search_configs
 from sinks.postgres.tenancy import tenant_transaction
-from sinks.postgres.tenant_settings import RankingSettings, get_policy, put_policy, put_ranking
+from sinks.postgres.tenant_settings import (
+    RankingSettings,
+    get_policy,
+    get_tenant_settings,
+    put_policy,
+    put_ranking,
+    put_text_search_config,
+)
 
 router = APIRouter(tags=["tenant"], responses=AUTH_ERRORS)
 
@@ -104,3 +112,39 @@ async def write_ranking(
         )  # fmt: skip
     state.policies.forget(principal.tenant_id)
     return body
+
+
+@router.get("/v1/tenant/text-search", response_model=TextSearchOut, summary="The full-text language")
+async def read_text_search(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> TextSearchOut:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id) as conn:
+        config = (await get_tenant_settings(conn, principal.tenant_id)).text_search_config
+        available = await text_search_configs(conn)
+    return TextSearchOut(config=config, effective=config or state.settings.text_search_config, available=available)
+
+
+@router.put(
+    "/v1/tenant/text-search", response_model=TextSearchOut,
+    summary="Set the full-text language; the tenant's memories are re-indexed in it",
+)  # fmt: skip
+async def write_text_search(
+    request: Request, body: TextSearchIn, principal: Annotated[Principal, Depends(scoped("admin"))]
+) -> TextSearchOut:
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        available = await text_search_configs(conn)
+        config = body.config.removeprefix("pg_catalog.") if body.config else None
+        if config is not None and config not in available:
+            raise ApiError(
+                422, "unknown_text_search_config",
+                f"{body.config!r} is not a text-search configuration of this database",
+                details=[{"available": available}],
+            )  # fmt: skip
+        effective = config or state.settings.text_search_config
+        reindexed = await put_text_search_config(conn, principal.tenant_id, config, effective=effective)
+        await append_audit(
+            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="text_search.update",
+            detail={"config": config, "effective": effective, "reindexed": reindexed},
+        )  # fmt: skip
+    state.policies.forget(principal.tenant_id)
+    return TextSearchOut(config=config, effective=effective, available=available, reindexed=reindexed)

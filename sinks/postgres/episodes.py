@@ -17,6 +17,13 @@ from sinks.postgres.audit import append_audit
 from sinks.postgres.staging import StagedInsert
 from sinks.postgres.tenancy import act_as
 
+#: The tenant's text-search configuration, else the deployment's, else english (evaluated once
+#: per tenant and batch; the insert trigger of migration 0005 does the same for single rows).
+TENANT_TEXT_CONFIG = (
+    "(SELECT coalesce((SELECT text_search_config FROM tenant_settings WHERE tenant_id = %(tenant)s),"
+    " nullif(current_setting('memstream.text_search_config', true), '')::regconfig, 'english'::regconfig))"
+)
+
 EPISODES = StagedInsert.of(
     "episodes",
     [
@@ -40,6 +47,7 @@ EPISODES = StagedInsert.of(
         ("created_at", "timestamptz"),
     ],
     time_column="created_at",
+    computed=(("text_config", TENANT_TEXT_CONFIG),),
 )
 
 DEFAULT_IMPORTANCE = 0.5

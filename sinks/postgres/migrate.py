@@ -6,6 +6,7 @@ import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -110,6 +111,21 @@ def grant_app_role(conn: psycopg.Connection[tuple[object, ...]], role: str) -> N
         )
     for function in APP_FUNCTIONS:
         conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), ident))
+
+
+async def text_search_configs(conn: psycopg.AsyncConnection[Any]) -> list[str]:
+    """The text-search configurations this database has (english, german, simple, ...)."""
+    cur = await conn.execute("SELECT cfgname FROM pg_ts_config ORDER BY cfgname")
+    return [str(r[0]) for r in await cur.fetchall()]
+
+
+async def check_text_search_config(conn: psycopg.AsyncConnection[Any], name: str) -> None:
+    have = await text_search_configs(conn)
+    if name.removeprefix("pg_catalog.") not in have:
+        raise SchemaNotReadyError(
+            f"MEMSTREAM_TEXT_SEARCH_CONFIG={name!r} is not a text-search configuration of this database"
+            f" (it has: {', '.join(have)})"
+        )
 
 
 async def check_schema(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:

@@ -21,8 +21,11 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
         ) from exc
 
 
-def create_pool(url: str, *, name: str, min_size: int = 1, max_size: int = 8) -> AsyncConnectionPool:
-    """A pool (not yet open) whose connections know the ``vector`` type."""
+def create_pool(
+    url: str, *, name: str, min_size: int = 1, max_size: int = 8, text_search_config: str = "english"
+) -> AsyncConnectionPool:
+    """A pool (not yet open) whose connections know the ``vector`` type and index new rows'
+    text in ``text_search_config`` unless their tenant chose another (migration 0005)."""
     return AsyncConnectionPool(
         url,
         name=name,
@@ -30,6 +33,9 @@ def create_pool(url: str, *, name: str, min_size: int = 1, max_size: int = 8) ->
         max_size=max_size,
         open=False,
         configure=_configure,
-        kwargs={"application_name": f"memstream-{name}"},
+        kwargs={
+            "application_name": f"memstream-{name}",
+            "options": f"-c memstream.text_search_config={text_search_config}",
+        },
         reconnect_timeout=float("inf"),
     )

@@ -34,6 +34,9 @@ class StagedInsert:
     time_column: str
     #: Appended to the INSERT ... SELECT, e.g. an ORDER BY that fixes the append order.
     order_by: tuple[str, ...] = ()
+    #: Columns computed once per tenant in the INSERT ... SELECT: (column, SQL expression that
+    #: may use ``%(tenant)s``), e.g. the tenant's text-search configuration.
+    computed: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(
@@ -43,6 +46,7 @@ class StagedInsert:
         *,
         time_column: str,
         order_by: tuple[str, ...] = (),
+        computed: tuple[tuple[str, str], ...] = (),
     ) -> StagedInsert:
         """Build from (column, type) pairs."""
         return cls(
@@ -51,6 +55,7 @@ class StagedInsert:
             tuple(t for _, t in columns),
             time_column=time_column,
             order_by=order_by,
+            computed=computed,
         )
 
     @property
@@ -72,19 +77,21 @@ class StagedInsert:
         )
 
     def _insert(self) -> sql.Composed:
-        cols = sql.SQL(", ").join(map(sql.Identifier, self.columns))
+        targets = sql.SQL(", ").join(map(sql.Identifier, (*self.columns, *(c for c, _ in self.computed))))
+        values = sql.SQL(", ").join([*map(sql.Identifier, self.columns), *(sql.SQL(e) for _, e in self.computed)])
         order: sql.Composable = sql.SQL("")
         if self.order_by:
             order = sql.SQL(" ORDER BY {}").format(sql.SQL(", ").join(map(sql.Identifier, self.order_by)))
         return sql.SQL(
-            "INSERT INTO {table} ({cols}) SELECT {cols} FROM {stage} s"
+            "INSERT INTO {table} ({targets}) SELECT {values} FROM {stage} s"
             " WHERE s.tenant_id = %(tenant)s AND NOT EXISTS ("
             "SELECT 1 FROM erasures e WHERE e.tenant_id = s.tenant_id"
             " AND e.user_ref = memstream_user_ref(s.tenant_id, s.user_id) AND s.{time} <= e.erased_at)"
             "{order} ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING event_id"
         ).format(
             table=sql.Identifier(self.table),
-            cols=cols,
+            targets=targets,
+            values=values,
             stage=sql.Identifier(self.stage),
             time=sql.Identifier(self.time_column),
             order=order,

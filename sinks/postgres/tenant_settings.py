@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
 from memstream.privacy import DEFAULT_POLICY, PrivacyPolicy
@@ -28,18 +29,20 @@ class RankingSettings:
 class TenantSettings:
     privacy: PrivacyPolicy = DEFAULT_POLICY
     ranking: RankingSettings = RankingSettings()
+    #: The tenant's text-search configuration; None: the deployment's (MEMSTREAM_TEXT_SEARCH_CONFIG).
+    text_search_config: str | None = None
 
 
 async def get_tenant_settings(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> TenantSettings:
     cur = await conn.execute(
-        "SELECT redact_email, redact_phone, rrf_vector_weight, rrf_text_weight, search_half_life_days"
-        " FROM tenant_settings WHERE tenant_id = %s",
+        "SELECT redact_email, redact_phone, rrf_vector_weight, rrf_text_weight, search_half_life_days,"
+        " text_search_config::text FROM tenant_settings WHERE tenant_id = %s",
         (tenant_id,),
     )
     row = await cur.fetchone()
     if row is None:
         return TenantSettings()
-    return TenantSettings(PrivacyPolicy(row[0], row[1]), RankingSettings(row[2], row[3], row[4]))
+    return TenantSettings(PrivacyPolicy(row[0], row[1]), RankingSettings(row[2], row[3], row[4]), row[5])
 
 
 async def get_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> PrivacyPolicy:
@@ -63,6 +66,28 @@ async def put_ranking(conn: psycopg.AsyncConnection[Any], tenant_id: str, rankin
         " search_half_life_days = EXCLUDED.search_half_life_days, updated_at = now()",
         (tenant_id, ranking.vector_weight, ranking.text_weight, ranking.half_life_days),
     )
+
+
+async def put_text_search_config(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, config: str | None, *, effective: str
+) -> dict[str, int]:
+    """Set the tenant's configuration (None: the deployment's, ``effective``) and re-index its
+    episodes and facts in ``effective``, in the caller's transaction; returns rows re-indexed."""
+    await conn.execute(
+        "INSERT INTO tenant_settings (tenant_id, text_search_config) VALUES (%s, %s::regconfig)"
+        " ON CONFLICT (tenant_id) DO UPDATE SET text_search_config = EXCLUDED.text_search_config, updated_at = now()",
+        (tenant_id, config),
+    )
+    counts = {}
+    for table in ("episodes", "facts"):
+        cur = await conn.execute(
+            sql.SQL(
+                "UPDATE {} SET text_config = %s::regconfig WHERE tenant_id = %s AND text_config <> %s::regconfig"
+            ).format(sql.Identifier(table)),
+            (effective, tenant_id, effective),
+        )
+        counts[table] = cur.rowcount
+    return counts
 
 
 class PolicyCache:

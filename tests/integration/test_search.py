@@ -8,11 +8,15 @@ from typing import Any
 
 import httpx
 import psycopg
+import pytest
+from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
 from memstream.embedder.local import WordLlamaEmbedder
 from schemas.turns import Turn
+from sinks.errors import SchemaNotReadyError
 from sinks.postgres.episodes import Episode, upsert_episodes
+from sinks.postgres.migrate import check_text_search_config
 from sinks.postgres.retrieval import Filters, text_candidates, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index, index_name
 from tests.fixtures.stack import RunningStack
@@ -177,3 +181,46 @@ async def test_a_rare_word_outweighs_a_name_on_every_turn(stack: RunningStack, t
         assert [h.id for h in hits] == [poetry], "a name on every turn selects nothing by itself"
         hits = await text_candidates(conn, scope, "Caroline", limit=3)
         assert len(hits) == 3, "asked about the name alone, the name selects"
+
+
+async def test_a_tenant_searches_in_its_own_language(
+    stack: RunningStack, gateway: httpx.AsyncClient, gateway_app: FastAPI, tenant: str
+) -> None:
+    other = f"{tenant}-en"
+    await store(stack, other, [{"content": "Die Kinder spielten in den Gärten."}])
+    await store(stack, tenant, [{"content": "Die Kinder spielten in den Gärten."}])
+
+    async def text_hits(q: str) -> list[dict[str, Any]]:
+        return [h for h in await search(gateway, tenant, q, k=5) if h["parts"]["text_rank"] is not None]
+
+    assert await text_hits("Garten") == [], "english does not know that Gärten is the plural of Garten"
+    before = (await gateway.get("/v1/tenant/text-search")).json()
+    assert before["config"] is None and before["effective"] == "english" and "german" in before["available"]
+
+    response = await gateway.put("/v1/tenant/text-search", json={"config": "german"})
+    assert response.status_code == 200, response.text
+    assert response.json()["effective"] == "german" and response.json()["reindexed"] == {"episodes": 1, "facts": 0}
+    assert [h["content"] for h in await text_hits("Garten")] == ["Die Kinder spielten in den Gärten."]
+
+    await store(stack, tenant, [{"content": "Wir bauen ein Haus mit drei Häusern."}])
+    with stack.db(tenant) as conn:
+        configs = conn.execute("SELECT DISTINCT text_config::text FROM episodes WHERE tenant_id = %s", (tenant,))
+        assert [r[0] for r in configs] == ["german"], "new rows follow the tenant's language"
+    with stack.db(other) as conn:
+        configs = conn.execute("SELECT DISTINCT text_config::text FROM episodes WHERE tenant_id = %s", (other,))
+        assert [r[0] for r in configs] == ["english"], "another tenant is untouched"
+
+    refused = await gateway.put("/v1/tenant/text-search", json={"config": "klingon"})
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "unknown_text_search_config"
+    assert (await gateway.get("/v1/tenant/text-search")).json()["config"] == "german"
+
+    reset = (await gateway.put("/v1/tenant/text-search", json={"config": None})).json()
+    assert reset["effective"] == "english" and reset["reindexed"]["episodes"] == 2
+
+
+async def test_an_unknown_deployment_language_fails_loudly(stack: RunningStack) -> None:
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await check_text_search_config(conn, "english")
+        await check_text_search_config(conn, "pg_catalog.german")
+        with pytest.raises(SchemaNotReadyError, match=r"klingon.*it has: .*english"):
+            await check_text_search_config(conn, "klingon")
