@@ -101,6 +101,10 @@ def _audit(args: argparse.Namespace, settings: Settings) -> int:
     from memstream.audit_export import run_export
     from memstream.stack.state import with_running_stack
 
+    if args.action == "tail":
+        from memstream.audit_tail import run_tail
+
+        return run_tail(with_running_stack(settings), args)
     url = with_running_stack(settings).require_database_url()
     count = run_export(url, args.tenant, args.out, fmt=args.format, since=args.since, until=args.until)
     print(f"wrote {count} audit records to {args.out}", file=sys.stderr)
@@ -189,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--until", type=_instant, help="ISO 8601 with a timezone (exclusive)")
     export.add_argument("--format", choices=["avro", "jsonl"], default="jsonl")
     export.add_argument("--out", type=Path, required=True)
+    tail = audit_actions.add_parser(
+        "tail", help="follow memstream.audit.v1 in a consumer group of its own, one JSON line per change"
+    )
+    tail.add_argument("--group", default="memstream-audit-tail", help="consumer group (its own position)")
+    tail.add_argument("--tenant", help="only this tenant's records")
+    tail.add_argument("--from-beginning", action="store_true", help="a new group starts at the oldest record")
+    tail.add_argument("--max", type=int, help="stop after this many records")
+    tail.add_argument("--idle-exit", type=float, help="stop when nothing arrived for this many seconds")
     audit.set_defaults(func=_audit)
 
     maintain = sub.add_parser("maintain", help="expire, compact and forget now (JSON report)")
