@@ -121,7 +121,9 @@ class ScoreParts(BaseModel):
     vector_rank: int | None = Field(description="1-based rank by vector similarity, if a candidate.")
     text_rank: int | None = Field(description="1-based rank by full-text relevance, if a candidate.")
     rrf: float = Field(description="Reciprocal-rank fusion of the two ranks (scaled per sub-query).")
-    decay: float = Field(description="Temporal decay, 0.5 ** (age / half-life); 1 for facts and skills.")
+    decay: float = Field(
+        description="Temporal decay, floor + (1 - floor) * 0.5 ** (age / half-life); 1 for facts and skills."
+    )
     boost: float = Field(description="Importance and tag boost.")
     mmr_penalty: float = Field(description="Highest cosine to a hit ranked above it.")
 

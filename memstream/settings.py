@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     embedded_redis_port: int = 6380
 
     # --- the event log ------------------------------------------------------------
-    topic_partitions: int = Field(default=4, ge=1)
+    topic_partitions: int = Field(default=12, ge=1)
     topic_replication_factor: int = Field(default=1, ge=1)
     app_id: str = "memstream"
     #: True when the broker is the embedded Tansu (enables its narrow client workarounds).

@@ -1,12 +1,15 @@
-"""Workers announce themselves in Redis so the gateway's /readyz can tell one is consuming."""
+"""Workers announce themselves in Redis so the gateway's /readyz can tell one is consuming,
+and which partitions each holds (how a consumer group shares them is visible at a glance)."""
 
 from __future__ import annotations
 
 import os
 import socket
 import time
+from collections.abc import Sequence
 
 import faust
+import orjson
 import redis.asyncio as aioredis
 
 from memstream.settings import Settings
@@ -21,22 +24,40 @@ def workers_key(app_id: str) -> str:
     return f"ms:workers:{{{app_id}}}"
 
 
+def partitions_key(app_id: str) -> str:
+    return f"ms:workers:{{{app_id}}}:partitions"
+
+
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-async def beat(client: aioredis.Redis, *, app_id: str, member: str, ttl_s: float) -> None:
-    """Mark this worker as alive (and holding partitions) for ``ttl_s`` seconds."""
+async def beat(
+    client: aioredis.Redis, *, app_id: str, member: str, ttl_s: float, partitions: Sequence[str] = ()
+) -> None:
+    """Mark this worker as alive and holding ``partitions`` ("topic:n") for ``ttl_s`` seconds."""
     key = workers_key(app_id)
     now = time.time()
     async with client.pipeline(transaction=False) as pipe:
         pipe.zadd(key, {member: now + ttl_s})
         pipe.zremrangebyscore(key, "-inf", now)
+        pipe.hset(partitions_key(app_id), member, orjson.dumps(sorted(partitions)))
         await pipe.execute()
 
 
 async def forget(client: aioredis.Redis, *, app_id: str, member: str) -> None:
     await client.zrem(workers_key(app_id), member)
+    await client.hdel(partitions_key(app_id), member)
+
+
+async def assignments(client: aioredis.Redis, *, app_id: str) -> dict[str, list[str]]:
+    """The partitions each live worker of the group announced (members past their TTL are left out)."""
+    found = await client.zrangebyscore(workers_key(app_id), time.time(), "+inf")
+    live = [m if isinstance(m, bytes) else str(m).encode() for m in found]
+    if not live:
+        return {}
+    held = await client.hmget(partitions_key(app_id), live)
+    return {m.decode(): list(orjson.loads(h)) if h else [] for m, h in zip(live, held, strict=True)}
 
 
 async def live_workers(client: aioredis.Redis, *, app_id: str) -> int:
@@ -50,7 +71,10 @@ def announce_from(app: faust.App, client: aioredis.Redis, settings: Settings) ->
     app_id = str(app.conf.id)
 
     async def announce() -> None:
-        if app.consumer.assignment():
-            await beat(client, app_id=app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s)
+        if assigned := app.consumer.assignment():
+            await beat(
+                client, app_id=app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s,
+                partitions=[f"{tp.topic}:{tp.partition}" for tp in assigned],
+            )  # fmt: skip
 
     app.timer(interval=settings.worker_heartbeat_ttl_s / 3)(announce)
