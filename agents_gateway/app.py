@@ -13,13 +13,14 @@ from fastapi.openapi.utils import get_openapi
 
 from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
-from agents_gateway.metrics import GatewayMetrics
+from agents_gateway.metrics import GatewayMetrics, RequestTimer
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
 from agents_gateway.routes import context, health, memory, permissions, search, sessions, tenant, turns, users
 from agents_gateway.state import GatewayState
-from memstream.embedder import build_embedder
+from memstream.embedder import Embedder, build_embedder
+from memstream.embedder.base import CachedEmbedder
 from memstream.extraction.factory import build_llm, describe_models
 from memstream.settings import Settings
 from memstream.tokens import TokenCounter
@@ -30,6 +31,10 @@ from sinks.redis.buffer import session_buffers
 from sinks.redis.rate_limit import RateLimiter
 
 log = logging.getLogger(__name__)
+
+
+def _cache(embedder: Embedder) -> CachedEmbedder | None:
+    return embedder if isinstance(embedder, CachedEmbedder) else None
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -63,6 +68,11 @@ def create_app(settings: Settings) -> FastAPI:
             tokens=TokenCounter(),
             llm=build_llm(settings),
         )
+        state: GatewayState = app.state.gateway
+        state.metrics.watch(
+            caches=lambda: {"auth": state.auth, "tenant_settings": state.policies, "embedding": _cache(state.embedder)},
+            llms=lambda: [state.llm],
+        )
         app.state.gateway.access.start()
         try:
             yield
@@ -86,6 +96,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(RequestTimer)
     for module in (turns, sessions, search, context, memory, permissions, tenant, users, health):
         app.include_router(module.router)
 

@@ -66,12 +66,17 @@ class Authenticator:
         self.limiter = limiter
         self.settings = settings
         self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
+        #: Key lookups answered from the cache, and lookups that read Postgres (the cache-hit metric).
+        self.hits = 0
+        self.misses = 0
 
     async def _record(self, key_id: str) -> KeyRecord | None:
         now = time.monotonic()
         hit = self._cache.get(key_id)
         if hit is not None and hit[0] > now:
+            self.hits += 1
             return hit[1]
+        self.misses += 1
         async with self.pool.connection() as conn:
             record = await lookup_key(conn, key_id)
         if len(self._cache) > 10_000:

@@ -1,10 +1,20 @@
-"""The gateway's Prometheus metrics (``GET /metrics``), one registry per app instance."""
+"""The gateway's Prometheus metrics (``GET /metrics``), one registry per app instance.
+Every metric is listed in the README, "Metrics"."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter as Tally
+from collections.abc import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memstream.llm.base import LLMClient
+from memstream.metrics import CacheCollector, CacheSources, LLMCollector
+
+#: Seconds: a cached read takes milliseconds, a cold 100k-memory context about a second.
+REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class GatewayMetrics:
@@ -31,7 +41,52 @@ class GatewayMetrics:
             "memstream_gateway_auth_failures_total", "Requests refused with 401, 403 or 429.", ["status"],
             registry=self.registry,
         )  # fmt: skip
+        self.events_out = Counter(
+            "memstream_events_out_total", "Records this process published and the broker acknowledged, by topic.",
+            ["topic"], registry=self.registry,
+        )  # fmt: skip
+        self.requests = Histogram(
+            "memstream_gateway_request_seconds",
+            "HTTP requests, by method, route (its template, e.g. /v1/sessions/{session_id}/buffer) and status.",
+            ["method", "route", "status"], buckets=REQUEST_BUCKETS, registry=self.registry,
+        )  # fmt: skip
+
+    def watch(self, *, caches: CacheSources, llms: Callable[[], Iterable[LLMClient | None]]) -> None:
+        """Export the caches' hit counts and the LLM clients' usage at each scrape."""
+        self.registry.register(CacheCollector(caches))
+        self.registry.register(LLMCollector(llms))
 
     def count_redactions(self, found: Tally[str], *, stage: str) -> None:
         for kind, n in found.items():
             self.redactions.labels(kind=kind, stage=stage).inc(n)
+
+
+class RequestTimer:
+    """ASGI middleware timing every HTTP request into ``memstream_gateway_request_seconds``
+    (the app's ``state.gateway.metrics``, once its lifespan has opened them)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        status = 500  # what the client sees when the app raises before answering
+
+        async def send_noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_noting_status)
+        finally:
+            state = getattr(scope["app"].state, "gateway", None)
+            if state is not None:
+                route = getattr(scope.get("route"), "path", "unmatched")  # set by the router on a match
+                state.metrics.requests.labels(method=scope["method"], route=route, status=str(status)).observe(
+                    time.monotonic() - started
+                )

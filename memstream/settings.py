@@ -70,7 +70,14 @@ class Settings(BaseSettings):
     retry_max_s: float = 10.0
     worker_heartbeat_ttl_s: float = 10.0
     audit_relay_interval_s: float = Field(default=0.5, gt=0)
-    worker_metrics_port: int | None = Field(default=None, description="Serve /metrics on 127.0.0.1:PORT.")
+    worker_metrics_host: str = Field(default="127.0.0.1", description="Where a worker serves /metrics.")
+    worker_metrics_port: int = Field(
+        default=0,
+        ge=-1,
+        description="A worker's /metrics port: 0 = a free one (logged; `memstream up` gives each worker its own "
+        "and records it in stack.json), -1 = no metrics endpoint.",
+    )
+    consumer_lag_interval_s: float = Field(default=1.0, gt=0, description="How often a worker measures its lag.")
 
     # --- session buffer ---------------------------------------------------------------
     buffer_max_turns: int = Field(default=20, ge=1, description="The window: newest turns kept raw.")

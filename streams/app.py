@@ -13,7 +13,7 @@ from aiokafka.errors import KafkaError
 from memstream.settings import Settings
 from schemas.codec import audit_record_codec, compaction_request_codec, turn_event_codec
 from schemas.faust_codec import register_faust_codecs
-from streams import heartbeat, tansu
+from streams import heartbeat, monitoring, tansu
 from streams.agents.buffer import BufferStage
 from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
@@ -73,7 +73,7 @@ def build_app(settings: Settings) -> Pipeline:
         tokens=resources.tokens,
         policies=resources.policies,
         metrics=resources.metrics,
-        dead_letters=DeadLetters(topics.dlq),
+        dead_letters=DeadLetters(topics.dlq, metrics=resources.metrics),
         backoff=resources.backoff,
         max_events=settings.batch_max_events,
         within_s=settings.batch_within_s,
@@ -87,6 +87,7 @@ def build_app(settings: Settings) -> Pipeline:
     register_ingest(app, topics.turns, stages, ctx)
 
     heartbeat.announce_from(app, resources.redis, settings)
+    monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
 
     relay = AuditRelay(resources.pool, topics.audit, audit_record_codec(), resources.metrics)
 

@@ -11,6 +11,7 @@ import faust
 
 from schemas.errors import DecodeError
 from streams import topics
+from streams.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -18,8 +19,9 @@ log = logging.getLogger(__name__)
 class DeadLetters:
     """Sends records to ``memstream.dlq.v1`` and waits for the broker to acknowledge."""
 
-    def __init__(self, topic: faust.TopicT) -> None:
+    def __init__(self, topic: faust.TopicT, *, metrics: WorkerMetrics | None = None) -> None:
         self.topic = topic
+        self.metrics = metrics
         self.sent = 0
 
     async def send(self, event: faust.EventT[bytes], *, reason: str, error: str, stage: str) -> None:
@@ -46,6 +48,8 @@ class DeadLetters:
         pending = await self.topic.send(key=key, value=value, headers=headers)
         await pending
         self.sent += 1
+        if self.metrics is not None:
+            self.metrics.dead_letters.labels(stage=stage, error=error).inc()
 
 
 async def decode_or_dead_letter(

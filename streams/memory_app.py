@@ -23,7 +23,7 @@ from aiokafka.errors import KafkaError
 from memstream.llm.base import LLMError
 from memstream.settings import Settings
 from schemas.codec import compaction_request_codec, fact_event_codec, turn_event_codec
-from streams import heartbeat
+from streams import heartbeat, monitoring
 from streams.agents.extract import ExtractionStage
 from streams.agents.facts import run_facts
 from streams.agents.procedures import ProcedureStage
@@ -54,7 +54,7 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
     app = faust_app(settings, app_id=memory_app_id(settings))
     topics = declare_topics(app, partitions=settings.topic_partitions)
     resources = MemoryResources(settings)
-    dead_letters = DeadLetters(topics.dlq)
+    dead_letters = DeadLetters(topics.dlq, metrics=resources.metrics)
     ctx = StageContext(
         codec=turn_event_codec(),
         tokens=resources.tokens,
@@ -105,4 +105,5 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
 
     app.timer(interval=settings.maintenance_interval_s)(maintain)
     heartbeat.announce_from(app, resources.redis, settings)
+    monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
     return MemoryPipeline(app=app, topics=topics, resources=resources)

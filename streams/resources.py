@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 import redis.asyncio as aioredis
 from mode import Service
-from prometheus_client import start_http_server
 from psycopg_pool import AsyncConnectionPool
 
 from memstream.embedder import Embedder, build_embedder
+from memstream.embedder.base import CachedEmbedder
 from memstream.extraction.factory import MemoryModels, build_models
+from memstream.metrics import CacheCollector, CacheStats, LLMCollector
 from memstream.settings import Settings
 from memstream.tokens import TokenCounter
 from sinks.errors import SchemaNotReadyError
@@ -19,7 +22,7 @@ from sinks.postgres.migrate import check_schema, check_text_search_config
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import session_buffers
-from streams.metrics import WorkerMetrics
+from streams.metrics import WorkerMetrics, serve_metrics
 from streams.retry import Backoff, retry_until_done
 from streams.topics import ensure_topics
 
@@ -32,19 +35,33 @@ class PipelineResources(Service):
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.settings = settings
-        self.backoff = Backoff(initial_s=settings.retry_initial_s, max_s=settings.retry_max_s)
-        self.pool: AsyncConnectionPool = create_pool(
-            settings.require_database_url(), name="worker", min_size=2, max_size=6,
-            text_search_config=settings.text_search_config,
-        )  # fmt: skip
+        self.metrics = WorkerMetrics()
+        self.backoff = Backoff(
+            initial_s=settings.retry_initial_s, max_s=settings.retry_max_s, on_retry=self.metrics.count_retry
+        )
+        self.pool: AsyncConnectionPool = self._create_pool()
         self.redis: aioredis.Redis = aioredis.from_url(
             settings.require_redis_url(), socket_timeout=10, socket_connect_timeout=5
         )
         self.buffers = session_buffers(self.redis, settings)
         self.tokens = TokenCounter()
         self.policies = PolicyCache(self.pool)
-        self.metrics = WorkerMetrics()
         self._embedder: Embedder | None = None
+        self.metrics.registry.register(CacheCollector(self._caches))
+        self._metrics_server: WSGIServer | None = None
+
+    def _create_pool(self) -> AsyncConnectionPool:
+        return create_pool(
+            self.settings.require_database_url(), name="worker", min_size=2, max_size=6,
+            text_search_config=self.settings.text_search_config,
+        )  # fmt: skip
+
+    def _caches(self) -> dict[str, CacheStats | None]:
+        embedder = self._embedder
+        return {
+            "embedding": embedder if isinstance(embedder, CachedEmbedder) else None,
+            "tenant_settings": self.policies,
+        }
 
     @property
     def embedder(self) -> Embedder:
@@ -53,6 +70,10 @@ class PipelineResources(Service):
         return self._embedder
 
     async def on_start(self) -> None:
+        if self.settings.worker_metrics_port >= 0:  # first: a worker waiting on a store is worth watching
+            self._metrics_server = serve_metrics(
+                self.metrics.registry, host=self.settings.worker_metrics_host, port=self.settings.worker_metrics_port
+            )
         await retry_until_done(
             lambda: ensure_topics(
                 self.settings.require_kafka(),
@@ -64,8 +85,6 @@ class PipelineResources(Service):
         )
         self._embedder = build_embedder(self.settings)
         await self.pool.open(wait=False)
-        if self.settings.worker_metrics_port:
-            start_http_server(self.settings.worker_metrics_port, addr="127.0.0.1", registry=self.metrics.registry)
 
         async def schema_ready() -> None:
             async with self.pool.connection() as conn:
@@ -88,6 +107,9 @@ class PipelineResources(Service):
             await self.redis.aclose()
             if self._embedder is not None:
                 await self._embedder.aclose()
+            if self._metrics_server is not None:
+                await asyncio.to_thread(self._metrics_server.shutdown)  # waits out its poll (<= 0.5 s)
+                self._metrics_server.server_close()
 
 
 class MemoryResources(PipelineResources):
@@ -97,6 +119,7 @@ class MemoryResources(PipelineResources):
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(settings, **kwargs)
         self._models: MemoryModels | None = None
+        self.metrics.registry.register(LLMCollector(lambda: [self._models.llm if self._models else None]))
 
     @property
     def models(self) -> MemoryModels:

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import psycopg
@@ -65,6 +65,8 @@ class Backoff:
     initial_s: float = 0.2
     max_s: float = 10.0
     factor: float = 2.0
+    #: Told of every failed attempt that will be retried (``what``, the error): the retry metric.
+    on_retry: Callable[[str, BaseException], None] | None = field(default=None, compare=False, repr=False)
 
     def delays(self) -> Iterator[float]:
         delay = self.initial_s
@@ -96,6 +98,8 @@ async def retry_until_done(
         except Exception as exc:
             if is_event_error(exc):
                 raise EventRejectedError(f"{what}: {type(exc).__name__}: {exc}") from exc
+            if backoff.on_retry is not None:
+                backoff.on_retry(what, exc)
             level = logging.WARNING if is_transient(exc) else logging.ERROR
             log.log(
                 level,

@@ -17,6 +17,7 @@ from agents_gateway.models import ErrorOut, TurnBatchIn, TurnIn, TurnsAccepted
 from agents_gateway.state import GatewayState
 from memstream.privacy import PrivacyPolicy, redact, redact_mapping
 from schemas.turns import problems
+from streams.topics import TURNS
 
 router = APIRouter(tags=["turns"])
 
@@ -110,6 +111,7 @@ async def publish_records(state: GatewayState, principal: Principal, records: li
     state.metrics.count_redactions(found, stage="gateway")
     await state.producer.publish(records)
     state.metrics.turns_accepted.inc(len(records))
+    state.metrics.events_out.labels(topic=TURNS).inc(len(records))
 
 
 def redact_records(records: list[dict[str, Any]], policy: PrivacyPolicy) -> Counter[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -31,9 +32,15 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def write_state(settings: Settings, *, pid: int) -> Path:
+def write_state(settings: Settings, *, pid: int, metrics: Mapping[str, str] | None = None) -> Path:
+    """``metrics``: each process's Prometheus endpoint, by name (gateway, worker, worker-2, ...)."""
     path = settings.data_dir / STATE_FILE
-    data = {"pid": pid, "gateway_url": gateway_url(settings), "env": settings_env(settings)}
+    data = {
+        "pid": pid,
+        "gateway_url": gateway_url(settings),
+        "metrics": dict(metrics or {}),
+        "env": settings_env(settings),
+    }
     tmp = path.with_suffix(".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds passwords
     with os.fdopen(fd, "wb") as fh:

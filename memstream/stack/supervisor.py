@@ -53,6 +53,8 @@ class EmbeddedStack:
         self.postgres: EmbeddedPostgres | None = None
         self.redis: EmbeddedRedis | None = None
         self.apps: dict[str, _Supervised] = {}
+        #: Where each process serves Prometheus metrics (recorded in stack.json).
+        self.metrics_urls: dict[str, str] = {}
 
     # -- infrastructure ----------------------------------------------------------------
     def start_services(self) -> Settings:
@@ -98,6 +100,8 @@ class EmbeddedStack:
         """Start the ingest worker(s), the long-term memory worker and the gateway; their
         output goes to this terminal, or to ``data_dir/logs/NAME.log`` with ``log_to_files``."""
         env = settings_env(resolved)
+        if gateway:
+            self.metrics_urls["gateway"] = f"{gateway_url(resolved)}/metrics"
         commands: dict[str, list[str]] = {}
         if worker:
             for i in range(1, workers + 1):
@@ -106,11 +110,17 @@ class EmbeddedStack:
             commands["memory-worker"] = ["worker", "--memory"]
         if gateway:
             commands["gateway"] = ["gateway"]
+        workers_seen = 0
         for name, command in commands.items():
+            own_env = env
+            if command[0] == "worker" and (port := worker_metrics_port(resolved, workers_seen)) is not None:
+                own_env = {**env, "MEMSTREAM_WORKER_METRICS_PORT": str(port)}
+                self.metrics_urls[name] = f"http://{resolved.worker_metrics_host}:{port}/metrics"
+                workers_seen += 1
             process = ManagedProcess(
                 name=name,
                 argv=[sys.executable, "-m", "memstream", *command],
-                env=env,
+                env=own_env,
                 log_path=self.log_dir / f"{name}.log" if log_to_files else None,
                 stop_timeout_s=20.0,
             )
@@ -144,6 +154,17 @@ class EmbeddedStack:
         for component in (self.redis, self.postgres, self.broker):
             if component is not None:
                 _quietly(component.stop)
+
+
+def worker_metrics_port(settings: Settings, index: int) -> int | None:
+    """The /metrics port of the ``index``-th worker process on this machine: none when metrics are
+    off (-1), a free port each when it is 0, else consecutive ports from the one configured, so
+    two or three workers never collide. A restarted worker keeps its port."""
+    if settings.worker_metrics_port < 0:
+        return None
+    if settings.worker_metrics_port == 0:
+        return free_port(settings.worker_metrics_host)
+    return settings.worker_metrics_port + index
 
 
 def _quietly(stop: object) -> None:
@@ -196,7 +217,7 @@ def run_up(settings: Settings, *, worker: bool = True, gateway: bool = True) -> 
     try:
         resolved = stack.start_services()
         stack.start_apps(resolved, worker=worker, gateway=gateway)
-        write_state(resolved, pid=os.getpid())
+        write_state(resolved, pid=os.getpid(), metrics=stack.metrics_urls)
         log.info(
             "stack up: kafka=%s postgres=%s redis=%s data=%s",
             resolved.kafka_bootstrap_servers,
@@ -204,6 +225,8 @@ def run_up(settings: Settings, *, worker: bool = True, gateway: bool = True) -> 
             "embedded" if stack.redis else "external",
             resolved.data_dir,
         )
+        if stack.metrics_urls:
+            log.info("metrics: %s", " ".join(f"{name}={url}" for name, url in stack.metrics_urls.items()))
         if gateway:
             threading.Thread(target=_wait_ready, args=(gateway_url(resolved), stop), daemon=True).start()
         while not stop.wait(0.5):

@@ -104,15 +104,22 @@ class PolicyCache:
         self.ttl_s = ttl_s
         self._entries: dict[str, tuple[float, TenantSettings]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        #: Lookups answered from the cache, and lookups that read Postgres (the cache-hit metric).
+        self.hits = 0
+        self.misses = 0
 
     async def settings(self, tenant_id: str, conn: psycopg.AsyncConnection[Any] | None = None) -> TenantSettings:
         if (fresh := self._fresh(tenant_id)) is not None:
+            self.hits += 1
             return fresh
         if conn is not None:
+            self.misses += 1
             return self._store(tenant_id, await get_tenant_settings(conn, tenant_id))
         async with self._locks.setdefault(tenant_id, asyncio.Lock()):
             if (fresh := self._fresh(tenant_id)) is not None:  # loaded while this one waited
+                self.hits += 1
                 return fresh
+            self.misses += 1
             async with tenant_transaction(self.pool, tenant_id) as own:
                 return self._store(tenant_id, await get_tenant_settings(own, tenant_id))
 

@@ -32,6 +32,21 @@ def wait_ready(up: subprocess.Popen[bytes], url: str, log: Path) -> None:
     raise AssertionError("not ready within 60 s:\n" + log.read_text()[-3000:])
 
 
+def scrape_when_up(url: str) -> str:
+    """The page at ``url`` once its process serves it (a worker may still be starting)."""
+    started = time.monotonic()
+    while True:
+        try:
+            response = httpx.get(url, timeout=2)
+        except httpx.HTTPError:
+            if time.monotonic() - started > 60:
+                raise
+            time.sleep(0.5)
+            continue
+        assert response.status_code == 200, (url, response.text)
+        return response.text
+
+
 def stop(up: subprocess.Popen[bytes]) -> None:
     children = psutil.Process(up.pid).children(recursive=True)
     up.send_signal(signal.SIGINT)
@@ -60,6 +75,12 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
         wait_ready(up, url, log_path)
         state = orjson.loads((tmp_path / "data" / "stack.json").read_bytes())
         assert state["gateway_url"] == url
+        # Each process serves /metrics on its own port, recorded in stack.json.
+        metrics = state["metrics"]
+        assert set(metrics) == {"gateway", "worker", "memory-worker"}
+        assert len(set(metrics.values())) == 3
+        for name, metrics_url in metrics.items():
+            assert "memstream_" in scrape_when_up(metrics_url), name
 
         demo = subprocess.run(
             [sys.executable, "-m", "memstream", "demo", "--gateway", url],

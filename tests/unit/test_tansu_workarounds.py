@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiokafka
 import pytest
+from aiokafka.consumer.fetcher import Fetcher
+from aiokafka.consumer.group_coordinator import GroupCoordinator, NoGroupCoordinator
 
 from memstream.settings import Settings
 from streams.app import broker_url, build_app
-from streams.tansu import FETCH_MAX_WAIT_MS, TansuTransport
+from streams.tansu import (
+    FETCH_MAX_WAIT_MS,
+    TansuFetcher,
+    TansuGroupCoordinator,
+    TansuKafkaConsumer,
+    TansuTransport,
+    adopt,
+    consumer_class,
+)
 
 
 def worker_consumer(embedded: bool) -> tuple[Any, Any]:
@@ -39,3 +50,40 @@ async def test_fetch_wait_is_short_only_on_the_embedded_broker(embedded: bool, w
 def test_broker_urls() -> None:
     assert broker_url("a:9092, b:9092") == "kafka://a:9092;kafka://b:9092"
     assert broker_url("127.0.0.1:9092", embedded=True) == "tansu://127.0.0.1:9092"
+
+
+@pytest.mark.parametrize("embedded", [True, False])
+async def test_group_and_offset_workarounds_only_on_the_embedded_broker(embedded: bool) -> None:
+    """Faust's worker consumer carries the end-offset and leave-group workarounds on Tansu only;
+    a real Kafka gets aiokafka's own consumer, fetcher and coordinator."""
+    _app, consumer = worker_consumer(embedded)
+    try:
+        assert isinstance(consumer, TansuKafkaConsumer) is embedded
+        assert type(consumer) is (TansuKafkaConsumer if embedded else aiokafka.AIOKafkaConsumer)
+        assert consumer_class(embedded) is type(consumer)
+    finally:
+        await consumer.stop()
+
+
+async def test_the_tansu_consumer_adopts_the_fetcher_and_coordinator_aiokafka_builds() -> None:
+    consumer = TansuKafkaConsumer(bootstrap_servers="127.0.0.1:1")
+    try:
+        # What AIOKafkaConsumer.start() does: build aiokafka's own classes and assign them.
+        consumer._fetcher = object.__new__(Fetcher)
+        consumer._coordinator = object.__new__(GroupCoordinator)
+        assert type(consumer._fetcher) is TansuFetcher
+        assert type(consumer._coordinator) is TansuGroupCoordinator
+        consumer._coordinator = no_group = object.__new__(NoGroupCoordinator)
+        assert type(consumer._coordinator) is NoGroupCoordinator and consumer._coordinator is no_group
+        consumer._fetcher = consumer._coordinator = None
+    finally:
+        await consumer.stop()
+
+
+async def test_adopting_a_started_consumer_is_refused() -> None:
+    consumer = aiokafka.AIOKafkaConsumer(bootstrap_servers="127.0.0.1:1")
+    consumer._fetcher = object.__new__(Fetcher)  # as if started
+    with pytest.raises(RuntimeError, match="before it starts"):
+        adopt(consumer)
+    consumer._fetcher = None
+    await consumer.stop()
