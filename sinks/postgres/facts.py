@@ -9,6 +9,13 @@ Applying a fact to what is stored:
   ``superseded_by``) and a new version opens, so "what did the user prefer in March" stays
   answerable. Edges (triples) follow their fact version: they close with it.
 
+Versions follow the time a fact was stated, not the order facts arrive: two sessions of one
+user are on different partitions and may be processed in either order. A fact stated before
+the current version began goes into the history where it belongs — merged into the version
+then in force, or splitting it (that version closes when the fact was stated; the fact's
+version runs until the next one began) — and the subject's versions are renumbered, so the
+current version is always the latest statement, whichever order they came in.
+
 Every change is audited in the same transaction; a fact of an erased user, or one whose
 source event was already applied (a redelivery), changes nothing.
 """
@@ -31,7 +38,7 @@ from memstream.extraction.types import Triple
 from sinks.postgres.audit import append_audit
 from sinks.postgres.erasure import erased_users, lock_users
 
-Action = Literal["insert", "merge", "supersede", "duplicate", "erased"]
+Action = Literal["insert", "merge", "supersede", "history", "duplicate", "erased"]
 _EDGE_NAMESPACE = uuid.UUID("6f1c3c1e-4a53-4b0e-9d6a-6d656d737472")
 
 
@@ -85,21 +92,29 @@ def _cosine(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> float:
 
 
 _CURRENT = (
-    "SELECT fact_id, summary, embedding, version, importance, sources, valid_from FROM facts"
+    "SELECT fact_id, summary, embedding, version, importance, sources, valid_from, valid_to FROM facts"
     " WHERE tenant_id = %s AND user_id = %s AND subject_key = %s AND valid_to IS NULL FOR UPDATE"
 )
 _INSERT = (
     "INSERT INTO facts (tenant_id, fact_id, user_id, agent_id, session_id, project_id, scope, subject_key,"
     " entity, category, summary, importance, shared, embedding, embedding_model, embedding_dim, version,"
-    " valid_from, change_reason, source_event_id, sources, extractor)"
+    " valid_from, valid_to, superseded_by, change_reason, source_event_id, sources, extractor)"
     " VALUES (%(tenant)s, %(fact_id)s, %(user)s, %(agent)s, %(session)s, %(project)s, %(scope)s, %(key)s,"
     " %(entity)s, %(category)s, %(summary)s, %(importance)s, %(shared)s, %(embedding)s, %(model)s, %(dim)s,"
-    " %(version)s, %(valid_from)s, %(reason)s, %(source)s, ARRAY[%(source)s]::uuid[], %(extractor)s)"
+    " %(version)s, %(valid_from)s, %(valid_to)s, %(superseded_by)s, %(reason)s, %(source)s,"
+    " ARRAY[%(source)s]::uuid[], %(extractor)s)"
 )
 
 
 async def _insert(
-    conn: psycopg.AsyncConnection[Any], fact: FactRecord, *, model: str, version: int, reason: str
+    conn: psycopg.AsyncConnection[Any],
+    fact: FactRecord,
+    *,
+    model: str,
+    version: int,
+    reason: str,
+    valid_to: datetime | None = None,
+    superseded_by: uuid.UUID | None = None,
 ) -> None:
     await conn.execute(
         _INSERT,
@@ -109,29 +124,142 @@ async def _insert(
             "scope": fact.scope, "key": fact.subject_key, "entity": fact.entity, "category": fact.category,
             "summary": fact.summary, "importance": fact.importance, "shared": fact.shared,
             "embedding": fact.embedding, "model": model, "dim": int(fact.embedding.shape[0]),
-            "version": version, "valid_from": fact.observed_at, "reason": reason,
-            "source": fact.source_event_id, "extractor": fact.extractor,
+            "version": version, "valid_from": fact.observed_at, "valid_to": valid_to, "superseded_by": superseded_by,
+            "reason": reason, "source": fact.source_event_id, "extractor": fact.extractor,
         },
     )  # fmt: skip
-    await _insert_edges(conn, fact, fact.fact_id)
+    await _insert_edges(conn, fact, fact.fact_id, valid_to=valid_to)
 
 
 _INSERT_EDGE = """
 INSERT INTO edges (tenant_id, edge_id, user_id, agent_id, project_id, subject, predicate, object, fact_id,
-                   source_event_id, shared, valid_from)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (tenant_id, user_id, subject, predicate, object) WHERE valid_to IS NULL DO NOTHING
+                   source_event_id, shared, valid_from, valid_to)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT DO NOTHING
 """
 
 
-async def _insert_edges(conn: psycopg.AsyncConnection[Any], fact: FactRecord, fact_id: uuid.UUID) -> None:
+async def _insert_edges(
+    conn: psycopg.AsyncConnection[Any], fact: FactRecord, fact_id: uuid.UUID, *, valid_to: datetime | None = None
+) -> None:
+    """The fact's triples as edges of version ``fact_id`` (closed at ``valid_to`` for a past version;
+    a current triple already there stays as it is)."""
     for t in fact.triples:
         edge_id = uuid.uuid5(_EDGE_NAMESPACE, f"{fact_id}|{t.subject}|{t.predicate}|{t.object}")
         await conn.execute(
             _INSERT_EDGE,
             (fact.tenant_id, edge_id, fact.user_id, fact.agent_id, fact.project_id, t.subject, t.predicate,
-             t.object, fact_id, fact.source_event_id, fact.shared, fact.observed_at),
+             t.object, fact_id, fact.source_event_id, fact.shared, fact.observed_at, valid_to),
         )  # fmt: skip
+
+
+_VERSION = "SELECT fact_id, summary, embedding, version, importance, valid_from, valid_to, superseded_by FROM facts"
+#: The version in force when a fact was stated (the last to begin at or before it).
+_IN_FORCE = (
+    _VERSION + " WHERE tenant_id = %s AND user_id = %s AND subject_key = %s AND valid_from <= %s"
+    " ORDER BY valid_from DESC, fact_id DESC LIMIT 1 FOR UPDATE"
+)
+_FIRST = (
+    _VERSION + " WHERE tenant_id = %s AND user_id = %s AND subject_key = %s"
+    " ORDER BY valid_from, fact_id LIMIT 1 FOR UPDATE"
+)
+#: Versions numbered in the order they began; each reason names the version it superseded.
+_RENUMBER = """
+WITH chain AS (
+    SELECT fact_id, source_event_id,
+           row_number() OVER w AS n, lag(fact_id) OVER w AS previous
+    FROM facts WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND subject_key = %(key)s
+    WINDOW w AS (ORDER BY valid_from, fact_id)
+)
+UPDATE facts f SET version = c.n,
+       change_reason = CASE WHEN c.previous IS NULL THEN 'stated in event ' || c.source_event_id
+                            ELSE 'supersedes version ' || (c.n - 1) || ' (' || c.previous || '): stated in event '
+                                 || c.source_event_id END
+FROM chain c
+WHERE f.tenant_id = %(tenant)s AND f.fact_id = c.fact_id AND (f.version, f.change_reason) IS DISTINCT FROM
+      (c.n, CASE WHEN c.previous IS NULL THEN 'stated in event ' || c.source_event_id
+                 ELSE 'supersedes version ' || (c.n - 1) || ' (' || c.previous || '): stated in event '
+                      || c.source_event_id END)
+"""
+
+
+def _embedding(row: dict[str, Any]) -> npt.NDArray[np.float32]:
+    stored = row["embedding"]
+    return np.asarray(stored.to_numpy() if isinstance(stored, Vector) else stored, dtype=np.float32)
+
+
+def _restates(version: dict[str, Any], fact: FactRecord, merge_threshold: float) -> bool:
+    """The fact says what ``version`` says: the same statement, or a near-identical embedding."""
+    embedding = _embedding(version)
+    return _same(version["summary"], fact.summary) or (
+        embedding.shape == fact.embedding.shape and _cosine(embedding, fact.embedding) >= merge_threshold
+    )
+
+
+async def _merge(
+    conn: psycopg.AsyncConnection[Any], fact: FactRecord, version: dict[str, Any], audit: dict[str, Any]
+) -> Applied:
+    """The fact becomes one more source of ``version`` (its edges join that version's)."""
+    await conn.execute(
+        "UPDATE facts SET sources = array_append(sources, %s), importance = greatest(importance, %s)"
+        " WHERE tenant_id = %s AND fact_id = %s",
+        (fact.source_event_id, fact.importance, fact.tenant_id, version["fact_id"]),
+    )
+    await _insert_edges(conn, fact, version["fact_id"], valid_to=version["valid_to"])
+    await append_audit(
+        conn, tenant_id=fact.tenant_id, actor="worker", action="memory.merge",
+        subject=str(version["fact_id"]), detail={**audit, "merged_summary": fact.summary},
+    )  # fmt: skip
+    return Applied("merge", version["fact_id"], version=version["version"])
+
+
+async def _into_history(
+    conn: psycopg.AsyncConnection[Any], fact: FactRecord, *, model: str, merge_threshold: float,
+    audit: dict[str, Any],
+) -> Applied:  # fmt: skip
+    """A fact stated before the current version began (it arrived late): merged into the version
+    then in force, or inserted as a past version between that one and the next."""
+    key = (fact.tenant_id, fact.user_id, fact.subject_key)
+    after: dict[str, Any] | None = None
+    async with conn.cursor(row_factory=dict_row) as dcur:
+        await dcur.execute(_IN_FORCE, (*key, fact.observed_at))
+        before = await dcur.fetchone()
+        if before is None:  # stated before the first version: it becomes the first
+            await dcur.execute(_FIRST, key)
+            after = await dcur.fetchone()
+    if before is not None and _restates(before, fact, merge_threshold):
+        return await _merge(conn, fact, before, audit)
+    if after is not None and _restates(after, fact, merge_threshold):
+        return await _merge(conn, fact, after, audit)  # the first version, stated earlier than it knew
+    if before is not None:
+        valid_to, superseded_by = before["valid_to"], before["superseded_by"]
+        await conn.execute(
+            "UPDATE facts SET valid_to = %s, superseded_by = %s WHERE tenant_id = %s AND fact_id = %s",
+            (fact.observed_at, fact.fact_id, fact.tenant_id, before["fact_id"]),
+        )
+        await conn.execute(
+            "UPDATE edges SET valid_to = %s WHERE tenant_id = %s AND fact_id = %s",
+            (fact.observed_at, fact.tenant_id, before["fact_id"]),
+        )
+    else:
+        assert after is not None  # a current version exists
+        valid_to, superseded_by = after["valid_from"], after["fact_id"]
+    await _insert(
+        conn, fact, model=model, version=0, reason="", valid_to=valid_to, superseded_by=superseded_by
+    )  # numbered with the rest below
+    await conn.execute(_RENUMBER, {"tenant": fact.tenant_id, "user": fact.user_id, "key": fact.subject_key})
+    cur = await conn.execute(
+        "SELECT version FROM facts WHERE tenant_id = %s AND fact_id = %s", (fact.tenant_id, fact.fact_id)
+    )
+    row = await cur.fetchone()
+    version = int(row[0]) if row else 0
+    previous = before["fact_id"] if before is not None else None
+    await append_audit(
+        conn, tenant_id=fact.tenant_id, actor="worker", action="memory.history", subject=str(fact.fact_id),
+        detail={**audit, "version": version, "previous_fact_id": str(previous) if previous else None,
+                "next_fact_id": str(superseded_by) if superseded_by else None},
+    )  # fmt: skip
+    return Applied("history", fact.fact_id, previous_fact_id=previous, version=version)
 
 
 async def apply_fact(
@@ -155,23 +283,11 @@ async def apply_fact(
         await append_audit(conn, tenant_id=fact.tenant_id, actor="worker", action="memory.insert",
                            subject=str(fact.fact_id), detail={**audit, "version": 1})  # fmt: skip
         return Applied("insert", fact.fact_id, version=1)
-    stored = current["embedding"]
-    embedding = np.asarray(stored.to_numpy() if isinstance(stored, Vector) else stored, dtype=np.float32)
-    if _same(current["summary"], fact.summary) or (
-        embedding.shape == fact.embedding.shape and _cosine(embedding, fact.embedding) >= merge_threshold
-    ):
-        await conn.execute(
-            "UPDATE facts SET sources = array_append(sources, %s), importance = greatest(importance, %s)"
-            " WHERE tenant_id = %s AND fact_id = %s",
-            (fact.source_event_id, fact.importance, fact.tenant_id, current["fact_id"]),
-        )
-        await _insert_edges(conn, fact, current["fact_id"])
-        await append_audit(
-            conn, tenant_id=fact.tenant_id, actor="worker", action="memory.merge",
-            subject=str(current["fact_id"]), detail={**audit, "merged_summary": fact.summary},
-        )  # fmt: skip
-        return Applied("merge", current["fact_id"], version=current["version"])
-    closes_at = max(fact.observed_at, current["valid_from"])
+    if fact.observed_at < current["valid_from"]:  # stated before the current version: it arrived late
+        return await _into_history(conn, fact, model=model, merge_threshold=merge_threshold, audit=audit)
+    if _restates(current, fact, merge_threshold):
+        return await _merge(conn, fact, current, audit)
+    closes_at = fact.observed_at
     version = current["version"] + 1
     await conn.execute(
         "UPDATE facts SET valid_to = %s, superseded_by = %s WHERE tenant_id = %s AND fact_id = %s",
