@@ -7,6 +7,7 @@ Run by a timer in the long-term memory worker (``MEMSTREAM_MAINTENANCE_INTERVAL_
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -57,6 +58,8 @@ class Maintainer:
     summarizer: Summarizer
     embedder: Embedder
     tokens: TokenCounter
+    #: False when a replay re-applies compactions the event log already records.
+    log_compactions: bool = True
 
     async def tenants(self) -> list[str]:
         async with self.pool.connection() as conn:
@@ -97,11 +100,12 @@ class Maintainer:
                 "episodes": len(episodes.episodes),
             }
             if not dry_run:
-                entry["summary_event_id"] = str(await self._compact_day(tenant_id, episodes))
+                entry["summary_event_id"] = str(await self.compact_day(tenant_id, episodes))
             done.append(entry)
         return done
 
-    async def _compact_day(self, tenant_id: str, day: DayOfEpisodes) -> Any:
+    async def compact_day(self, tenant_id: str, day: DayOfEpisodes) -> uuid.UUID:
+        """Summarise one user's day of episodes into a ``summary`` memory and archive them."""
         turns = [SummaryTurn(e["role"], e["content"], e["created_at"]) for e in day.episodes]
         summary = await self.summarizer.summarize(None, turns, max_tokens=self.settings.summary_max_tokens)
         first = day.episodes[0]
@@ -123,7 +127,7 @@ class Maintainer:
             await upsert_episodes(conn, [episode], model=self.embedder.model_name)
             await record_compaction(
                 conn, tenant_id=tenant_id, day=day, summary_id=summary_id, summarizer=summary.summarizer,
-                agent_id=MAINTENANCE_AGENT,
+                agent_id=MAINTENANCE_AGENT, log_event=self.log_compactions,
             )  # fmt: skip
         log.info("compacted %d episodes of %s/%s into %s", len(turns), day.user_id, day.day, summary_id)
         return summary_id

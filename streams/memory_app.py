@@ -24,7 +24,7 @@ from memstream.llm.base import LLMError
 from memstream.settings import Settings
 from schemas.codec import compaction_request_codec, fact_event_codec, turn_event_codec
 from streams import heartbeat, monitoring
-from streams.agents.extract import ExtractionStage
+from streams.agents.extract import ExtractionStage, TopicFacts
 from streams.agents.facts import run_facts
 from streams.agents.procedures import ProcedureStage
 from streams.agents.summaries import run_summaries
@@ -68,7 +68,7 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
         dead_letter_rejects=False,  # the ingest worker dead-letters them already
     )
     stages: tuple[SinkStage, ...] = (
-        ExtractionStage(resources, topics.facts, fact_event_codec()),
+        ExtractionStage(resources, TopicFacts(topics.facts, fact_event_codec())),
         ProcedureStage(resources),
     )
 

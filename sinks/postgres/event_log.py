@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -51,3 +52,20 @@ async def append_events(conn: psycopg.AsyncConnection[Any], turns: Sequence[Turn
     """Append turns to the event log; a turn already there, or of an erased user, is
     skipped. Returns the event ids added, per tenant."""
     return await EVENT_LOG.write(conn, (_row(t) for t in turns))
+
+
+#: Events the maintenance processes record (compactions): history, not conversation turns.
+MAINTENANCE_TOPIC = "memstream.maintenance"
+
+
+async def previous_session(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str, session_id: str, before: datetime
+) -> str | None:
+    """The user's latest session (of conversation turns) with an event before ``before``."""
+    cur = await conn.execute(
+        "SELECT session_id FROM event_log WHERE tenant_id = %s AND user_id = %s AND session_id <> %s"
+        " AND event_time < %s AND source_topic <> %s ORDER BY event_time DESC LIMIT 1",
+        (tenant_id, user_id, session_id, before, MAINTENANCE_TOPIC),
+    )
+    row = await cur.fetchone()
+    return str(row[0]) if row else None

@@ -18,8 +18,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from sinks.postgres.audit import append_audit
+from sinks.postgres.event_log import MAINTENANCE_TOPIC
 
-MAINTENANCE_TOPIC = "memstream.maintenance"
 COMPACTION_NAMESPACE = uuid.UUID("9a4e1f0c-5b2d-4c7e-8f3a-6d656d636f6d")
 AUDIT_ID_LIMIT = 1000
 
@@ -139,19 +139,34 @@ async def record_compaction(
     summary_id: uuid.UUID,
     summarizer: str,
     agent_id: str,
+    log_event: bool = True,
 ) -> None:
     """Archive the originals behind the summary episode (inserted by the caller in the same
-    transaction), and record it in the event log and the audit log."""
+    transaction), and record it in the event log (unless ``log_event`` is false: a replay
+    re-applies a compaction the log already holds) and the audit log."""
     ids = [e["event_id"] for e in day.episodes]
     await conn.execute(
         "UPDATE episodes SET archived_at = now(), archived_into = %s WHERE event_id = ANY(%s) AND archived_at IS NULL",
         (summary_id, ids),
     )
-    end = datetime(day.day.year, day.day.month, day.day.day, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
     detail = {
         "kind": "compaction", "day": day.day.isoformat(), "summary_event_id": str(summary_id),
         "archived": len(ids), "summarizer": summarizer,
     }  # fmt: skip
+    if log_event:
+        await _log_compaction(conn, tenant_id=tenant_id, day=day, summary_id=summary_id, agent_id=agent_id,
+                              detail=detail, archived=len(ids))  # fmt: skip
+    await append_audit(
+        conn, tenant_id=tenant_id, actor="maintenance", action="memory.compaction", subject=str(summary_id),
+        detail={**detail, "event_ids": [str(i) for i in ids[:AUDIT_ID_LIMIT]]},
+    )  # fmt: skip
+
+
+async def _log_compaction(
+    conn: psycopg.AsyncConnection[Any], *, tenant_id: str, day: DayOfEpisodes, summary_id: uuid.UUID,
+    agent_id: str, detail: dict[str, Any], archived: int,
+) -> None:  # fmt: skip
+    end = datetime(day.day.year, day.day.month, day.day.day, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
     await conn.execute(
         "INSERT INTO event_log (tenant_id, event_id, agent_id, user_id, project_id, session_id, role, content,"
         " event_time, metadata, schema_id, source_topic, source_partition, source_offset)"
@@ -159,12 +174,8 @@ async def record_compaction(
         " ON CONFLICT (tenant_id, event_id) DO NOTHING",
         (tenant_id, uuid.uuid5(COMPACTION_NAMESPACE, f"log|{summary_id}"), agent_id, day.user_id,
          f"maintenance:{day.day.isoformat()}",
-         f"compaction: {len(ids)} episodes of {day.day.isoformat()} archived behind summary {summary_id}",
+         f"compaction: {archived} episodes of {day.day.isoformat()} archived behind summary {summary_id}",
          end, Jsonb({k: str(v) for k, v in detail.items()}), MAINTENANCE_TOPIC),
-    )  # fmt: skip
-    await append_audit(
-        conn, tenant_id=tenant_id, actor="maintenance", action="memory.compaction", subject=str(summary_id),
-        detail={**detail, "event_ids": [str(i) for i in ids[:AUDIT_ID_LIMIT]]},
     )  # fmt: skip
 
 

@@ -35,6 +35,8 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "audit_outbox": ("SELECT", "DELETE"),
     "permission_rules": ("SELECT", "INSERT", "DELETE"),
     "tenant_settings": ("SELECT", "INSERT", "UPDATE"),
+    # Recorded LLM extraction results (migration 0006); replays run as the owner.
+    "extractions": ("SELECT", "INSERT"),
 }
 #: SECURITY DEFINER functions the app role may call (EXECUTE is revoked from PUBLIC).
 APP_FUNCTIONS = ("memstream_erase_user(text)", "memstream_api_key(text)")

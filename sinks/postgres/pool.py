@@ -22,10 +22,21 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
 
 
 def create_pool(
-    url: str, *, name: str, min_size: int = 1, max_size: int = 8, text_search_config: str = "english"
+    url: str,
+    *,
+    name: str,
+    min_size: int = 1,
+    max_size: int = 8,
+    text_search_config: str = "english",
+    search_path: str | None = None,
 ) -> AsyncConnectionPool:
     """A pool (not yet open) whose connections know the ``vector`` type and index new rows'
-    text in ``text_search_config`` unless their tenant chose another (migration 0005)."""
+    text in ``text_search_config`` unless their tenant chose another (migration 0005).
+    ``search_path`` (schema names) points unqualified table names elsewhere: a replay writes
+    the same SQL into its shadow tables."""
+    options = f"-c memstream.text_search_config={text_search_config}"
+    if search_path is not None:
+        options += f" -c search_path={search_path}"
     return AsyncConnectionPool(
         url,
         name=name,
@@ -35,7 +46,7 @@ def create_pool(
         configure=_configure,
         kwargs={
             "application_name": f"memstream-{name}",
-            "options": f"-c memstream.text_search_config={text_search_config}",
+            "options": options,
         },
         reconnect_timeout=float("inf"),
     )

@@ -47,16 +47,24 @@ def normalise_skill(name: str) -> str:
     return " ".join(name.lower().replace("_", " ").replace("-", " ").split())
 
 
+_SKILL_NAMESPACE = uuid.UUID("2f0b8e52-93c4-4d1a-b6e7-6d656d736b6c")
+
+
+def derived_skill_id(tenant_id: str, name: str) -> uuid.UUID:
+    """Deterministic: a rebuild from the event log gives a skill the same id."""
+    return uuid.uuid5(_SKILL_NAMESPACE, f"{tenant_id}\x1f{name}")
+
+
 async def record_run(
     conn: psycopg.AsyncConnection[Any], run: SkillRun, *, embedding: npt.NDArray[np.float32], model: str
 ) -> bool:
     """Count one outcome (current tenant); False when it was counted before (a redelivery)."""
     name = normalise_skill(run.skill)
     cur = await conn.execute(
-        "INSERT INTO skills (tenant_id, name, description, steps, embedding, embedding_model)"
-        " VALUES (%s, %s, %s, %s, %s, %s)"
+        "INSERT INTO skills (tenant_id, skill_id, name, description, steps, embedding, embedding_model)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s)"
         " ON CONFLICT (tenant_id, name) DO UPDATE SET name = EXCLUDED.name RETURNING skill_id",
-        (run.tenant_id, name, run.skill, Jsonb(run.steps), embedding, model),
+        (run.tenant_id, derived_skill_id(run.tenant_id, name), name, run.skill, Jsonb(run.steps), embedding, model),
     )
     row = await cur.fetchone()
     assert row is not None

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import faust
 
@@ -24,8 +24,10 @@ from memstream.extraction.types import ExtractedFact, ExtractionContext, Extract
 from memstream.llm.base import LLMError
 from schemas.codec import AvroCodec
 from schemas.turns import Turn
+from sinks.postgres.event_log import previous_session
 from sinks.postgres.tenancy import tenant_transaction
 from streams.decoding import Decoded
+from streams.extraction_records import ExtractionRecords
 from streams.resources import MemoryResources
 from streams.stage import SinkStage
 
@@ -50,15 +52,47 @@ def to_extraction_turn(turn: Turn) -> ExtractionTurn:
     )  # fmt: skip
 
 
+class FactSink(Protocol):
+    """Where extracted facts go: the facts topic (live), or straight to the fact sink (replay)."""
+
+    async def publish(self, events: Sequence[dict[str, Any]]) -> None: ...
+
+
+class TopicFacts:
+    """Publishes fact events to ``memstream.facts.v1``, keyed by user (a user's facts apply in
+    order), and waits for the broker to acknowledge them."""
+
+    def __init__(self, topic: faust.TopicT, codec: AvroCodec) -> None:
+        self.topic = topic
+        self.codec = codec
+
+    async def publish(self, events: Sequence[dict[str, Any]]) -> None:
+        acks = []
+        for event in events:
+            key = f"{event['tenant_id']}\x1f{event['user_id']}".encode()
+            acks.append(await self.topic.send(key=key, value=self.codec.encode(event)))
+        for ack in acks:
+            await ack
+
+
 class ExtractionStage(SinkStage):
     name = "extract"
 
-    def __init__(self, resources: MemoryResources, facts_topic: faust.TopicT, codec: AvroCodec) -> None:
+    def __init__(
+        self, resources: MemoryResources, facts: FactSink, *, records: ExtractionRecords | None = None
+    ) -> None:
         self.resources = resources
-        self.topic = facts_topic
-        self.codec = codec
+        self.facts = facts
+        self._records = records
         #: (tenant, user, session) -> (previous session, when to look again)
         self._previous: OrderedDict[tuple[str, str, str], tuple[str | None, float]] = OrderedDict()
+
+    @property
+    def records(self) -> ExtractionRecords:
+        """LLM results recorded by (event, extractor version): reused, and recorded when new."""
+        if self._records is None:
+            self._records = ExtractionRecords(self.resources.pool)
+        return self._records
 
     async def _previous_session(self, turn: Turn) -> str | None:
         """The user's latest earlier session in the event log. Found ones are kept; "none yet"
@@ -68,13 +102,7 @@ class ExtractionStage(SinkStage):
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
         async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
-            cur = await conn.execute(
-                "SELECT session_id FROM event_log WHERE tenant_id = %s AND user_id = %s AND session_id <> %s"
-                " AND event_time < %s ORDER BY event_time DESC LIMIT 1",
-                (turn.tenant_id, turn.user_id, turn.session_id, turn.event_time),
-            )
-            row = await cur.fetchone()
-        previous = row[0] if row else None
+            previous = await previous_session(conn, turn.tenant_id, turn.user_id, turn.session_id, turn.event_time)
         self._previous[key] = (previous, float("inf") if previous else time.monotonic() + NOT_FOUND_TTL_S)
         while len(self._previous) > 10_000:
             self._previous.popitem(last=False)
@@ -129,15 +157,36 @@ class ExtractionStage(SinkStage):
             for turn in turns:
                 jobs.append((turn, await self._context(turn, tuple(earlier[-CONTEXT_TURNS:]))))
                 earlier.append(to_extraction_turn(turn))
-        results = await asyncio.gather(*(self._extract(turn, context) for turn, context in jobs))
-        acks = []
-        for (turn, _), (facts, extractor) in zip(jobs, results, strict=True):
-            for index, fact in enumerate(facts):
-                value = self.codec.encode(self._event(turn, index, fact, extractor))
-                key = f"{turn.tenant_id}\x1f{turn.user_id}".encode()
-                acks.append(await self.topic.send(key=key, value=value))
-        for ack in acks:
-            await ack
+        results = await self._extract_all(jobs)
+        await self.facts.publish(
+            [
+                self._event(turn, index, fact, extractor)
+                for (turn, _), (facts, extractor) in zip(jobs, results, strict=True)
+                for index, fact in enumerate(facts)
+            ]
+        )
+
+    async def _extract_all(
+        self, jobs: Sequence[tuple[Turn, ExtractionContext]]
+    ) -> list[tuple[list[ExtractedFact], str]]:
+        """Each job's facts and who made them. An LLM's results are recorded, and reused when
+        recorded before (a redelivery or a replay costs no second call)."""
+        extractor = self.resources.models.extractor
+        if extractor.fallback:  # the offline rules: deterministic and free
+            return list(await asyncio.gather(*(self._extract(turn, context) for turn, context in jobs)))
+        recorded = await self.records.lookup([turn for turn, _ in jobs], extractor.name)
+        missing = [(turn, context) for turn, context in jobs if turn.event_id not in recorded]
+        made = await asyncio.gather(*(self._extract(turn, context) for turn, context in missing))
+        await self.records.record(
+            [(turn, facts, by) for (turn, _), (facts, by) in zip(missing, made, strict=True)], extractor.name
+        )
+        fresh = {turn.event_id: result for (turn, _), result in zip(missing, made, strict=True)}
+        return [
+            (recorded[turn.event_id].facts, recorded[turn.event_id].produced_by)
+            if turn.event_id in recorded
+            else fresh[turn.event_id]
+            for turn, _ in jobs
+        ]
 
     async def _context(self, turn: Turn, recent: tuple[ExtractionTurn, ...]) -> ExtractionContext:
         return ExtractionContext(

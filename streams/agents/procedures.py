@@ -83,8 +83,10 @@ class ProcedureStage(SinkStage):
                     turn, run = runs[i]
                     if turn.user_id in erased and turn.event_time <= erased[turn.user_id]:
                         continue
-                    counted = await record_run(conn, run, embedding=names[i], model=embedder.model_name)
-                    if counted and not run.success and run.feedback:
+                    await record_run(conn, run, embedding=names[i], model=embedder.model_name)
+                    # Also when the run was counted before: a crash between that commit and the
+                    # lesson's own write must not lose the lesson (its id is derived, so it is once).
+                    if not run.success and run.feedback:
                         lessons.append(lesson(turn, run))
         if lessons:
             vectors = await embedder.embed([t.content for t in lessons])

@@ -45,7 +45,7 @@ def a_turn(content: str) -> Turn:
 
 
 async def extract(resources: Any, content: str) -> tuple[list[Any], str]:
-    stage = ExtractionStage(resources, None, None)  # type: ignore[arg-type]  # _extract needs the models only
+    stage = ExtractionStage(resources, None)  # type: ignore[arg-type]  # _extract needs the models only
     result: tuple[list[Any], str] = await stage._extract(a_turn(content), context())
     return result
 

@@ -1,0 +1,161 @@
+"""The switch: rebuilt rows replace the live ones, for one scope, in one transaction.
+
+The live tables stay where they are (their indexes, row-level security, grants and triggers
+never change); the switch locks them against writers (``SHARE ROW EXCLUSIVE``: readers are
+not blocked, so the gateway keeps answering from the old rows until the commit), then per
+tenant:
+
+1. counts live rows derived from events the rebuild has not seen (``orphans``: the memory
+   worker may be ahead of the event log) — the caller retries later rather than lose them;
+2. carries over what the event log cannot re-derive: access statistics, and episodes whose
+   origin is not in the log (written by hand, or in flight);
+3. deletes the scope's live rows and copies the rebuilt ones in, skipping users erased
+   meanwhile.
+
+Callers act for each tenant (``act_as``) inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from sinks.postgres.event_log import MAINTENANCE_TOPIC
+from sinks.postgres.shadow import columns, table
+
+
+@dataclass(frozen=True)
+class SwitchScope:
+    tenant_id: str
+    #: None: the whole tenant. A user's rebuild replaces only the user's own rows (skills are
+    #: a tenant-wide aggregate and stay as they are).
+    user_id: str | None
+    #: The log position the rebuild covers.
+    upto: int
+
+    def params(self) -> dict[str, Any]:
+        return {"tenant": self.tenant_id, "user": self.user_id, "upto": self.upto, "topic": MAINTENANCE_TOPIC}
+
+
+#: (table, has user_id, the column compared with an erasure's time)
+_TABLES = (
+    ("episodes", True, "created_at"),
+    ("facts", True, "valid_from"),
+    ("edges", True, "valid_from"),
+    ("skills", False, None),
+    ("skill_runs", True, "at"),
+)
+_ACCESS_KEYS = {"episodes": "event_id", "facts": "fact_id"}
+#: Where a row of each table came from, to find the ones the log does not (yet) explain.
+_SOURCES = {
+    "facts": "SELECT s.event_id FROM {t} f CROSS JOIN LATERAL unnest(f.sources) AS s(event_id)"
+    " WHERE f.tenant_id = %(tenant)s AND (%(user)s::text IS NULL OR f.user_id = %(user)s)",
+    "edges": "SELECT source_event_id FROM {t} WHERE tenant_id = %(tenant)s"
+    " AND (%(user)s::text IS NULL OR user_id = %(user)s)",
+    "skill_runs": "SELECT event_id FROM {t} WHERE tenant_id = %(tenant)s AND %(user)s::text IS NULL",
+}
+_IN_LOG = "SELECT 1 FROM {log} l WHERE l.tenant_id = %(tenant)s AND l.seq <= %(upto)s AND "
+_UUID = "'^[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{12}}$'"
+#: An episode the log can re-derive: a turn, a lesson from a tool outcome, a daily summary.
+_DERIVABLE = (
+    "(e.memory_type = 'episodic' AND EXISTS (" + _IN_LOG + "l.event_id = e.event_id))"
+    " OR (e.memory_type = 'procedural' AND e.metadata->>'source_event_id' ~ "
+    + _UUID
+    + " AND EXISTS ("
+    + _IN_LOG
+    + "l.event_id = (e.metadata->>'source_event_id')::uuid))"
+    " OR (e.memory_type = 'summary' AND EXISTS (" + _IN_LOG + "l.source_topic = %(topic)s"
+    " AND l.metadata->>'summary_event_id' = e.event_id::text))"
+)
+
+
+async def lock_live(conn: psycopg.AsyncConnection[Any], live: str, *, timeout_s: float) -> None:
+    """Block writers of the live projections until the transaction ends (readers go on)."""
+    await conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(timeout_s * 1000)}ms",))
+    tables = sql.SQL(", ").join(table(live, name) for name in ("facts", "edges", "episodes", "skills", "skill_runs"))
+    await conn.execute(sql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(tables))
+
+
+async def orphans(conn: psycopg.AsyncConnection[Any], live: str, scope: SwitchScope) -> dict[str, int]:
+    """Live rows whose source event is not in the log up to ``scope.upto``, per table."""
+    found = {}
+    for name, query in _SOURCES.items():
+        statement = sql.SQL(
+            "SELECT count(*) FROM ({sources}) x(event_id) WHERE NOT EXISTS ({in_log} l.event_id = x.event_id)"
+        )
+        cur = await conn.execute(
+            statement.format(
+                sources=sql.SQL(query).format(t=table(live, name)),
+                in_log=sql.SQL(_IN_LOG).format(log=table(live, "event_log")),
+            ),
+            scope.params(),
+        )
+        row = await cur.fetchone()
+        if row and row[0]:
+            found[name] = int(row[0])
+    return found
+
+
+def _owned(alias: str, has_user: bool) -> sql.Composable:
+    where = sql.SQL("{}.tenant_id = %(tenant)s").format(sql.Identifier(alias))
+    if has_user:
+        where = sql.SQL("{} AND (%(user)s::text IS NULL OR {}.user_id = %(user)s)").format(where, sql.Identifier(alias))
+    return where
+
+
+async def carry_over(conn: psycopg.AsyncConnection[Any], live: str, shadow: str, scope: SwitchScope) -> int:
+    """Copy what the log cannot re-derive into the shadow: access statistics, and episodes
+    whose origin is not in the log. Returns the episodes carried over."""
+    for name, key in _ACCESS_KEYS.items():
+        await conn.execute(
+            sql.SQL(
+                "UPDATE {s} AS s SET last_accessed_at = l.last_accessed_at, access_count = l.access_count FROM {l} AS l"
+                " WHERE {owned} AND l.tenant_id = s.tenant_id AND l.{key} = s.{key}"
+                " AND (l.last_accessed_at IS NOT NULL OR l.access_count <> 0)"
+            ).format(s=table(shadow, name), l=table(live, name), owned=_owned("s", True), key=sql.Identifier(key)),
+            scope.params(),
+        )
+    names = sql.SQL(", ").join(map(sql.Identifier, await columns(conn, live, "episodes")))
+    cur = await conn.execute(
+        sql.SQL(
+            "INSERT INTO {s} ({names}) SELECT {names} FROM {l} AS e WHERE {owned} AND NOT ({derivable})"
+            " ON CONFLICT (tenant_id, event_id) DO NOTHING"
+        ).format(
+            s=table(shadow, "episodes"), l=table(live, "episodes"), names=names, owned=_owned("e", True),
+            derivable=sql.SQL(_DERIVABLE).format(log=table(live, "event_log")),
+        ),
+        scope.params(),
+    )  # fmt: skip
+    return cur.rowcount
+
+
+async def replace_rows(
+    conn: psycopg.AsyncConnection[Any], live: str, shadow: str, scope: SwitchScope
+) -> dict[str, int]:
+    """Delete the scope's live rows and copy the rebuilt ones in; returns rows copied per table."""
+    copied = {}
+    for name, has_user, when in _TABLES:
+        if scope.user_id is not None and name in ("skills", "skill_runs"):
+            continue
+        await conn.execute(
+            sql.SQL("DELETE FROM {l} AS d WHERE {owned}").format(l=table(live, name), owned=_owned("d", has_user)),
+            scope.params(),
+        )
+        names = sql.SQL(", ").join(map(sql.Identifier, await columns(conn, live, name)))
+        erased: sql.Composable = sql.SQL("")
+        if when is not None:
+            erased = sql.SQL(
+                " AND NOT EXISTS (SELECT 1 FROM {erasures} x WHERE x.tenant_id = s.tenant_id"
+                " AND x.user_ref = {ref}(s.tenant_id, s.user_id) AND s.{when} <= x.erased_at)"
+            ).format(erasures=table(live, "erasures"), ref=table(live, "memstream_user_ref"), when=sql.Identifier(when))
+        cur = await conn.execute(
+            sql.SQL("INSERT INTO {l} ({names}) SELECT {names} FROM {s} AS s WHERE {owned}{erased}").format(
+                l=table(live, name), s=table(shadow, name), names=names, owned=_owned("s", has_user), erased=erased
+            ),
+            scope.params(),
+        )
+        copied[name] = cur.rowcount
+    return copied
