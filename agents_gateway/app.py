@@ -50,6 +50,8 @@ def create_app(settings: Settings) -> FastAPI:
             codec=turn_event_codec(),
             timeout_s=settings.produce_timeout_s,
             max_request_bytes=max(settings.max_body_bytes * 2, 1024 * 1024),
+            watch_cluster=settings.embedded_broker,  # it comes back empty from a restart
+            topic_partitions=settings.topic_partitions if settings.embedded_broker else None,
         )
         embedder = build_embedder(settings)
         await pool.open(wait=False)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from memstream import replay_cli
+from memstream import dlq_cli, replay_cli
 from memstream.errors import MemstreamError
 from memstream.settings import Settings
 
@@ -213,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.set_defaults(func=_maintain)
 
     replay_cli.add_parser(sub, _instant)
+    dlq_cli.add_parser(sub)
 
     demo = sub.add_parser("demo", help="play the seed scenario against a running stack (or one it starts)")
     demo.add_argument("--gateway", help="gateway URL (default: the running `memstream up`)")

@@ -19,6 +19,7 @@ from streams.agents.episodes import EpisodesStage
 from streams.agents.event_log import EventLogStage
 from streams.agents.ingest import register_ingest
 from streams.audit_relay import AuditRelay
+from streams.broker_reset import watch_broker
 from streams.compaction import CompactionRequests
 from streams.deadletter import DeadLetters
 from streams.resources import PipelineResources
@@ -88,6 +89,7 @@ def build_app(settings: Settings) -> Pipeline:
 
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
+    watch_broker(app, settings.require_kafka())  # a broker back empty: restart in place
 
     relay = AuditRelay(resources.pool, topics.audit, audit_record_codec(), resources.metrics)
 

@@ -3,6 +3,7 @@ and which partitions each holds (how a consumer group shares them is visible at 
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -11,8 +12,11 @@ from collections.abc import Sequence
 import faust
 import orjson
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from memstream.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def memory_app_name(app_id: str) -> str:
@@ -72,9 +76,13 @@ def announce_from(app: faust.App, client: aioredis.Redis, settings: Settings) ->
 
     async def announce() -> None:
         if assigned := app.consumer.assignment():
-            await beat(
-                client, app_id=app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s,
-                partitions=[f"{tp.topic}:{tp.partition}" for tp in assigned],
-            )  # fmt: skip
+            try:
+                await beat(
+                    client, app_id=app_id, member=member, ttl_s=settings.worker_heartbeat_ttl_s,
+                    partitions=[f"{tp.topic}:{tp.partition}" for tp in assigned],
+                )  # fmt: skip
+            except (RedisError, OSError) as exc:  # Redis down: not ready meanwhile, never a crash
+                log.warning("heartbeat: %s: %s; next beat in %.1f s", type(exc).__name__, exc, interval_s)
 
-    app.timer(interval=settings.worker_heartbeat_ttl_s / 3)(announce)
+    interval_s = settings.worker_heartbeat_ttl_s / 3
+    app.timer(interval=interval_s)(announce)

@@ -29,9 +29,11 @@ from streams.agents.facts import run_facts
 from streams.agents.procedures import ProcedureStage
 from streams.agents.summaries import run_summaries
 from streams.app import faust_app
+from streams.broker_reset import watch_broker
 from streams.deadletter import DeadLetters
 from streams.heartbeat import memory_app_name
 from streams.maintenance import Maintainer
+from streams.parking import ParkingExtraction, RetryParking, retry_topic, run_retries
 from streams.resources import MemoryResources
 from streams.stage import SinkStage, StageContext, run_ingest
 from streams.topics import Topics, declare_topics
@@ -67,10 +69,12 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
         max_content_chars=settings.max_content_chars,
         dead_letter_rejects=False,  # the ingest worker dead-letters them already
     )
-    stages: tuple[SinkStage, ...] = (
+    retries = retry_topic(app, partitions=settings.topic_partitions)
+    extraction = ParkingExtraction(
         ExtractionStage(resources, TopicFacts(topics.facts, fact_event_codec())),
-        ProcedureStage(resources),
+        RetryParking(retries, base_delay_s=settings.retry_max_s),  # LLM still failing: park, go on
     )
+    stages: tuple[SinkStage, ...] = (extraction, ProcedureStage(resources))
 
     async def memory_turns(stream: faust.StreamT[bytes]) -> None:
         await run_ingest(cast(faust.Stream[bytes], stream), stages, ctx)
@@ -91,6 +95,11 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
     app.agent(topics.facts, name=f"{app.conf.id}.facts")(facts)
     app.agent(topics.compaction, name=f"{app.conf.id}.summaries")(summaries)
 
+    async def parked(stream: faust.StreamT[bytes]) -> None:
+        await run_retries(cast(faust.Stream[bytes], stream), extraction, ctx)
+
+    app.agent(retries, name=f"{app.conf.id}.retries")(parked)
+
     async def maintain() -> None:
         maintainer = Maintainer(
             resources.pool, settings, resources.models.summarizer, resources.embedder, resources.tokens
@@ -106,4 +115,5 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
     app.timer(interval=settings.maintenance_interval_s)(maintain)
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
+    watch_broker(app, settings.require_kafka())  # a broker back empty: restart in place
     return MemoryPipeline(app=app, topics=topics, resources=resources)

@@ -16,6 +16,8 @@ DLQ = "memstream.dlq.v1"
 AUDIT = "memstream.audit.v1"
 FACTS = "memstream.facts.v1"
 COMPACTION = "memstream.compaction.v1"
+#: Turns whose extraction the LLM could not do yet, parked for a later try (streams/parking.py).
+RETRY = "memstream.retry.v1"
 
 #: DLQ record headers (bytes values).
 DLQ_REASON = "memstream.dlq.reason"
@@ -67,6 +69,7 @@ async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_
             NewTopic(name=AUDIT, num_partitions=partitions, replication_factor=replication_factor),
             NewTopic(name=FACTS, num_partitions=partitions, replication_factor=replication_factor),
             NewTopic(name=COMPACTION, num_partitions=partitions, replication_factor=replication_factor),
+            NewTopic(name=RETRY, num_partitions=partitions, replication_factor=replication_factor),
         ]
         missing = [t for t in wanted if t.name not in existing]
         if missing:

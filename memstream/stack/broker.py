@@ -7,6 +7,7 @@ of every accepted event lives in Postgres (the event log), not in the broker.
 from __future__ import annotations
 
 import logging
+import uuid
 
 from memstream.errors import StackError
 from memstream.stack.process import port_open
@@ -32,6 +33,8 @@ class EmbeddedBroker(EmbeddedServer):
     name = "broker"
     port_setting = "EMBEDDED_BROKER_PORT"
     bring_your_own = "KAFKA_BOOTSTRAP_SERVERS"
+    #: Set by ``start``: a new one each time.
+    cluster_id: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -40,8 +43,12 @@ class EmbeddedBroker(EmbeddedServer):
     def start(self, *, timeout_s: float = 30.0) -> None:
         self.claim_port()
         url = f"tcp://{self.host}:{self.port}"
+        # A cluster id of its own per start: it comes back empty, and clients tell a new log
+        # from the old one by this id (streams/broker_reset.py).
+        self.cluster_id = f"memstream-{uuid.uuid4().hex[:12]}"
+        argv = [_broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
         self.launch(
-            [_broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [*argv, "--cluster-id", self.cluster_id],
             ready=lambda: port_open(self.host, self.port),
             timeout_s=timeout_s,
             # Its info logging wrote 566 MB in five minutes (FACTS.md).
