@@ -165,21 +165,20 @@ _FIRST = (
 )
 #: Versions numbered in the order they began; each reason names the version it superseded.
 _RENUMBER = """
-WITH chain AS (
-    SELECT fact_id, source_event_id,
-           row_number() OVER w AS n, lag(fact_id) OVER w AS previous
+WITH ordered AS (
+    SELECT fact_id, source_event_id, row_number() OVER w AS n, lag(fact_id) OVER w AS previous
     FROM facts WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND subject_key = %(key)s
     WINDOW w AS (ORDER BY valid_from, fact_id)
+), chain AS (
+    SELECT fact_id, n, CASE WHEN previous IS NULL THEN 'stated in event ' || source_event_id
+                            ELSE 'supersedes version ' || (n - 1) || ' (' || previous || '): stated in event '
+                                 || source_event_id END AS reason
+    FROM ordered
 )
-UPDATE facts f SET version = c.n,
-       change_reason = CASE WHEN c.previous IS NULL THEN 'stated in event ' || c.source_event_id
-                            ELSE 'supersedes version ' || (c.n - 1) || ' (' || c.previous || '): stated in event '
-                                 || c.source_event_id END
+UPDATE facts f SET version = c.n, change_reason = c.reason
 FROM chain c
-WHERE f.tenant_id = %(tenant)s AND f.fact_id = c.fact_id AND (f.version, f.change_reason) IS DISTINCT FROM
-      (c.n, CASE WHEN c.previous IS NULL THEN 'stated in event ' || c.source_event_id
-                 ELSE 'supersedes version ' || (c.n - 1) || ' (' || c.previous || '): stated in event '
-                      || c.source_event_id END)
+WHERE f.tenant_id = %(tenant)s AND f.fact_id = c.fact_id
+  AND (f.version, f.change_reason) IS DISTINCT FROM (c.n, c.reason)
 """
 
 

@@ -162,9 +162,12 @@ class TurnLoad:
         self._task = asyncio.create_task(self._run(), name="turn-load")
 
     async def stop(self) -> LoadStats:
+        """Stop sending, and close the sender if it holds a connection of its own."""
         self._stop.set()
         assert self._task is not None
         await self._task
+        if isinstance(self.send, KafkaSender):
+            await self.send.close()
         return self.stats
 
     async def wait_accepted(self, n: int, *, timeout_s: float = 60) -> None:

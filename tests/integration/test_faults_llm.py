@@ -51,8 +51,7 @@ async def test_an_llm_answering_429_then_timing_out_parks_extraction_and_drops_n
             gemini.then(status=429)
         for _ in range(TIMED_OUT):
             gemini.then(delay_s=1.0)  # past llm_timeout_s
-        sender = KafkaSender(stack.settings.require_kafka())
-        load = TurnLoad(tenant, sender, rate_per_s=100)
+        load = TurnLoad(tenant, KafkaSender(stack.settings.require_kafka()), rate_per_s=100)
         async with gateway_for(stack.settings, stack.key(tenant)) as client:
             load.start()
             try:
@@ -65,7 +64,6 @@ async def test_an_llm_answering_429_then_timing_out_parks_extraction_and_drops_n
                     read_ok += 1
             finally:
                 stats = await load.stop()
-                await sender.close()
             started = time.monotonic()
             await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=60)
             assert_exactly_once(stack, tenant, stats.accepted)  # ingestion never waited on the LLM

@@ -61,8 +61,7 @@ async def test_poison_records_go_to_the_dlq_with_their_reason_and_are_replayed_a
     async with private_stack(tmp_path) as stack:
         worker = stack.worker(max_content_chars=LIMIT)
         await asyncio.to_thread(worker.start)
-        sender = KafkaSender(stack.settings.require_kafka())
-        load = TurnLoad(tenant, sender, rate_per_s=300)
+        load = TurnLoad(tenant, KafkaSender(stack.settings.require_kafka()), rate_per_s=300)
         load.start()
         producer = AIOKafkaProducer(bootstrap_servers=stack.settings.require_kafka(), enable_idempotence=False)
         await producer.start()
@@ -73,7 +72,6 @@ async def test_poison_records_go_to_the_dlq_with_their_reason_and_are_replayed_a
             await load.wait_accepted(len(load.stats.accepted) + 300)
         finally:
             stats = await load.stop()
-            await sender.close()
             await producer.stop()
         started = time.monotonic()
         await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=60)

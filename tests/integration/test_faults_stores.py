@@ -40,8 +40,7 @@ async def test_postgres_down_for_30_s_loses_nothing_and_processing_resumes_by_it
         assert stack.embedded.postgres is not None
         worker, memory_worker = stack.worker(), stack.worker("memory-worker", memory=True)
         await asyncio.gather(asyncio.to_thread(worker.start), asyncio.to_thread(memory_worker.start))
-        sender = KafkaSender(stack.settings.require_kafka())
-        load = TurnLoad(tenant, sender, rate_per_s=300)
+        load = TurnLoad(tenant, KafkaSender(stack.settings.require_kafka()), rate_per_s=300)
         async with gateway_for(stack.settings, api_key="") as gateway:
             await until(lambda: _ready(gateway), timeout_s=30)
             load.start()
@@ -61,7 +60,6 @@ async def test_postgres_down_for_30_s_loses_nothing_and_processing_resumes_by_it
                 await load.wait_accepted(len(load.stats.accepted) + 300)
             finally:
                 stats = await load.stop()
-                await sender.close()
             caught_up_s = await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=90)
             caught_up_after_restart_s = time.monotonic() - up_at
             await until(lambda: _ready(gateway), timeout_s=30)
@@ -99,8 +97,7 @@ async def test_redis_down_and_back_the_buffers_back_off_and_end_consistent(
         assert stack.embedded.redis is not None
         worker = stack.worker()
         await asyncio.to_thread(worker.start)
-        sender = KafkaSender(stack.settings.require_kafka())
-        load = TurnLoad(tenant, sender, rate_per_s=300)
+        load = TurnLoad(tenant, KafkaSender(stack.settings.require_kafka()), rate_per_s=300)
         load.start()
         try:
             await load.wait_accepted(300)
@@ -112,7 +109,6 @@ async def test_redis_down_and_back_the_buffers_back_off_and_end_consistent(
             await load.wait_accepted(len(load.stats.accepted) + 300)
         finally:
             stats = await load.stop()
-            await sender.close()
         caught_up_s = await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=60)
 
         def buffers_complete() -> bool:

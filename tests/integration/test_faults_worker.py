@@ -26,8 +26,7 @@ async def test_a_worker_killed_with_sigkill_loses_no_turn_and_duplicates_no_memo
     async with private_stack(tmp_path) as stack:
         worker = stack.worker()
         await asyncio.to_thread(worker.start)
-        sender = KafkaSender(stack.settings.require_kafka())
-        load = TurnLoad(tenant, sender, rate_per_s=300)
+        load = TurnLoad(tenant, KafkaSender(stack.settings.require_kafka()), rate_per_s=300)
         load.start()
         try:
             await load.wait_accepted(450)
@@ -40,7 +39,6 @@ async def test_a_worker_killed_with_sigkill_loses_no_turn_and_duplicates_no_memo
             await load.wait_accepted(len(load.stats.accepted) + 300)
         finally:
             stats = await load.stop()
-            await sender.close()
         caught_up_s = await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=60)
         assert_exactly_once(stack, tenant, stats.accepted)
         assert_buffers_consistent(stack, tenant, stats.by_session)
