@@ -98,7 +98,7 @@ class Authenticator:
             rate, burst = record.rate_limit_per_s, max(1.0, record.rate_limit_per_s)
         else:
             rate, burst = self.settings.rate_limit_per_s, self.settings.rate_limit_burst
-        verdict = await self.limiter.take(key_id, rate_per_s=rate, burst=burst)
+        verdict = await self.limiter.take("key", key_id, rate_per_s=rate, burst=burst)
         if not verdict.allowed:
             wait = max(1, math.ceil(verdict.retry_after_s))
             raise ApiError(

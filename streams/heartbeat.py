@@ -15,6 +15,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from memstream.settings import Settings
+from sinks.redis.keys import partitions_key, workers_key
 
 log = logging.getLogger(__name__)
 
@@ -22,14 +23,6 @@ log = logging.getLogger(__name__)
 def memory_app_name(app_id: str) -> str:
     """The long-term memory worker's consumer group (and heartbeat) name."""
     return f"{app_id}-memory"
-
-
-def workers_key(app_id: str) -> str:
-    return f"ms:workers:{{{app_id}}}"
-
-
-def partitions_key(app_id: str) -> str:
-    return f"ms:workers:{{{app_id}}}:partitions"
 
 
 def worker_id() -> str:

@@ -1,6 +1,6 @@
 """Session buffers in Redis: the last turns of each session, bounded by turns and tokens.
 
-Keys of one session share a hash slot (``{tenant:session}``): the buffer, its trim mark,
+Keys of one session share a hash slot (``sinks/redis/keys.py``): the buffer, its trim mark,
 its rolling summary and its compaction-request flag live on one Redis Cluster node, so one
 Lua script can touch them atomically.
 """
@@ -18,28 +18,9 @@ import redis.asyncio as aioredis
 
 from memstream.settings import Settings
 from schemas.turns import Turn
+from sinks.redis.keys import buffer_key, request_key, summary_key, trim_mark_key
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def session_tag(tenant_id: str, session_id: str) -> str:
-    return "{" + f"{tenant_id}:{session_id}" + "}"
-
-
-def buffer_key(tenant_id: str, session_id: str) -> str:
-    return f"ms:buf:{session_tag(tenant_id, session_id)}"
-
-
-def trim_mark_key(tenant_id: str, session_id: str) -> str:
-    return f"ms:bufmark:{session_tag(tenant_id, session_id)}"
-
-
-def summary_key(tenant_id: str, session_id: str) -> str:
-    return f"ms:bufsum:{session_tag(tenant_id, session_id)}"
-
-
-def request_key(tenant_id: str, session_id: str) -> str:
-    return f"ms:bufreq:{session_tag(tenant_id, session_id)}"
 
 
 def event_time_micros(when: datetime) -> int:

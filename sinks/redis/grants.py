@@ -11,7 +11,7 @@ import uuid
 
 import redis.asyncio as aioredis
 
-from sinks.redis.buffer import session_tag
+from sinks.redis.keys import grant_key as _grant_key
 
 
 def command_hash(tool: str, command: str) -> str:
@@ -19,7 +19,7 @@ def command_hash(tool: str, command: str) -> str:
 
 
 def grant_key(tenant_id: str, session_id: str, tool: str, command: str) -> str:
-    return f"ms:allow:{session_tag(tenant_id, session_id)}:{command_hash(tool, command)}"
+    return _grant_key(tenant_id, session_id, command_hash(tool, command))
 
 
 async def grant_once(

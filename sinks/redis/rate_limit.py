@@ -8,6 +8,8 @@ from importlib import resources
 
 import redis.asyncio as aioredis
 
+from sinks.redis.keys import rate_limit_key
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -20,6 +22,8 @@ class RateLimiter:
         self.client = client
         self._script = client.register_script(resources.files("sinks.redis").joinpath("rate_limit.lua").read_text())
 
-    async def take(self, key_id: str, *, rate_per_s: float, burst: float) -> Verdict:
-        allowed, wait = await self._script(keys=[f"ms:rl:{{{key_id}}}"], args=[rate_per_s, burst, f"{time.time():.6f}"])
+    async def take(self, scope: str, subject: str, *, rate_per_s: float, burst: float) -> Verdict:
+        """Take one token from the bucket of ``subject`` (an API key id, a tenant, an address)."""
+        bucket = rate_limit_key(scope, subject)
+        allowed, wait = await self._script(keys=[bucket], args=[rate_per_s, burst, f"{time.time():.6f}"])
         return Verdict(bool(int(allowed)), float(wait))

@@ -1,0 +1,84 @@
+"""Every Redis key memstream uses, built in one place from an unambiguous encoding.
+
+A key is ``ms:<kind>:{<tag parts>}:<other parts>``. Each part is escaped before it is
+joined (``%`` -> ``%25``, ``:`` -> ``%3A``, ``{`` -> ``%7B``, ``}`` -> ``%7D``, and any
+control character or space as its UTF-8 ``%XX`` bytes), so no part can contain the
+separator or a brace: two different tuples of parts can never give the same key, and the
+Redis Cluster hash tag (the text between the first ``{`` and the next ``}``) is exactly
+the encoded tag parts. Identifiers are already restricted (``schemas/turns.py``); the
+encoding does not rely on that.
+
+The hash tag keeps the keys of one session (its buffer, trim mark, rolling summary and
+compaction flag, and its allow-once grants) on one Redis Cluster slot, so one Lua script
+can touch them atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+PREFIX = "ms"
+_ESCAPED = frozenset("%:{}")
+
+
+def escape(part: str) -> str:
+    """One key part with ``%``, ``:``, braces, spaces and control characters percent-encoded."""
+    if part.isprintable() and not any(ch in _ESCAPED or ch.isspace() for ch in part):
+        return part
+    out: list[str] = []
+    for ch in part:
+        if ch in _ESCAPED or ch.isspace() or not ch.isprintable():
+            out.extend(f"%{b:02X}" for b in ch.encode())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def redis_key(kind: str, tag: Sequence[str], *rest: str) -> str:
+    """``ms:<kind>:{<tag...>}[:<rest...>]``, every part escaped."""
+    inner = ":".join(escape(p) for p in tag)
+    tail = "".join(":" + escape(p) for p in rest)
+    return f"{PREFIX}:{escape(kind)}:{{{inner}}}{tail}"
+
+
+# --- session buffers (one slot per tenant + session) --------------------------------------
+
+
+def session_tag(tenant_id: str, session_id: str) -> tuple[str, str]:
+    return (tenant_id, session_id)
+
+
+def buffer_key(tenant_id: str, session_id: str) -> str:
+    return redis_key("buf", session_tag(tenant_id, session_id))
+
+
+def trim_mark_key(tenant_id: str, session_id: str) -> str:
+    return redis_key("bufmark", session_tag(tenant_id, session_id))
+
+
+def summary_key(tenant_id: str, session_id: str) -> str:
+    return redis_key("bufsum", session_tag(tenant_id, session_id))
+
+
+def request_key(tenant_id: str, session_id: str) -> str:
+    return redis_key("bufreq", session_tag(tenant_id, session_id))
+
+
+# --- permissions, limits, workers ------------------------------------------------------------
+
+
+def grant_key(tenant_id: str, session_id: str, command_sha256: str) -> str:
+    return redis_key("allow", session_tag(tenant_id, session_id), command_sha256)
+
+
+def rate_limit_key(scope: str, subject: str) -> str:
+    """A token bucket: ``scope`` is what is limited (``key``, ``tenant``, ``addr``), ``subject`` which one."""
+    return redis_key("rl", (scope, subject))
+
+
+def workers_key(app_id: str) -> str:
+    return redis_key("workers", (app_id,))
+
+
+def partitions_key(app_id: str) -> str:
+    return redis_key("workers", (app_id,), "partitions")
