@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import orjson
 import psycopg
@@ -37,6 +39,20 @@ async def records(
             after = chunk[-1].seq
 
 
+def _open_private(out: Path) -> BinaryIO:
+    """``out`` for writing, readable by its owner only (0600): the audit log names every tenant's
+    users, agents and changes. An existing file is truncated and tightened; a pipe or a device
+    (``/dev/stdout``) is written as it is."""
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _jsonl(record: AuditRecord) -> bytes:
     body = {**record.__dict__, "audit_id": str(record.audit_id), "at": record.at.isoformat()}
     return orjson.dumps(body) + b"\n"
@@ -53,7 +69,7 @@ async def export(
 ) -> int:
     """Stream the records to ``out``; returns how many were written."""
     count = 0
-    with out.open("wb") as fh:
+    with _open_private(out) as fh:
         avro = Writer(fh, newest(AUDIT_RECORD).parsed, codec="deflate") if fmt == "avro" else None
         async for record in records(database_url, tenant_id, since=since, until=until):
             if avro is not None:

@@ -6,9 +6,16 @@ and the server listens on a TCP port with password authentication.
 
 PostgreSQL refuses to run as root. When we are root (CI is), the server runs as
 the system user ``memstream`` (created if missing); its data directory is
-chowned to that user, and the folders above the data directory and the
-binaries get the traverse bit (``o+x``, never read) so that user can reach them.
+chowned to that user, memstream's data directory is given to that user's group
+with mode 0710 (traverse only; others get nothing), and the folders above it and
+the binaries get the traverse bit (``o+x``, never read) so that user can reach them.
 Each change is logged.
+
+The server listens on 127.0.0.1 only, has no Unix socket, and takes SCRAM
+passwords over TCP (``--auth-host=scram-sha-256``, local connections refused).
+The roles' passwords are kept in ``postgres-credentials.json`` (0600) and reach
+the server only as SCRAM verifiers computed here, so no statement or log line
+ever carries one in clear.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import secrets
 import signal
 import stat
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -29,6 +36,7 @@ import psycopg
 from psycopg import sql
 
 from memstream.errors import StackError
+from memstream.stack.lockdown import PRIVATE_FILE, grant_traverse
 from memstream.stack.process import as_user, port_open
 from memstream.stack.server import EmbeddedServer
 
@@ -56,9 +64,9 @@ def _bin_dir() -> Path:
 class PostgresCredentials:
     """Passwords of the embedded cluster's roles, kept in the data directory (0600)."""
 
-    superuser: str
-    owner: str
-    app: str
+    superuser: str = field(repr=False)  # never in a traceback or a log line
+    owner: str = field(repr=False)
+    app: str = field(repr=False)
 
     @classmethod
     def load_or_create(cls, path: Path) -> PostgresCredentials:
@@ -160,8 +168,11 @@ class EmbeddedPostgres(EmbeddedServer):
             return
         user = _ensure_service_user()
         self._user = SERVICE_USER
-        self.pgdata.mkdir(parents=True, exist_ok=True)
-        _ensure_traversable(self.pgdata.parent)
+        self.pgdata.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # The data directory holds our other secrets: its group (the service user's) may pass
+        # through it, nobody else may (an older memstream gave it o+x; grant_traverse drops it).
+        grant_traverse(self.data_dir, user.pw_gid)
+        _ensure_traversable(self.data_dir.parent)
         _ensure_traversable(_bin_dir())
         _ensure_readable_tree(_bin_dir().parent)
         for dirpath, _dirs, files in os.walk(self.pgdata):
@@ -175,12 +186,14 @@ class EmbeddedPostgres(EmbeddedServer):
             return
         log.info("initialising a PostgreSQL cluster in %s", self.pgdata)
         pwfile = self.data_dir / ".pg-superuser-pw"
-        pwfile.write_text(self.creds.superuser + "\n")
+        pwfile.unlink(missing_ok=True)
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(self.creds.superuser + "\n")
         try:
             if self._user is not None:
                 user = pwd.getpwnam(self._user)
                 os.chown(pwfile, user.pw_uid, user.pw_gid)
-            pwfile.chmod(0o600)
             result = subprocess.run(
                 [
                     str(_bin_dir() / "initdb"),
@@ -209,8 +222,10 @@ class EmbeddedPostgres(EmbeddedServer):
         self._prepare_permissions()
         self._initdb()
         config = {
-            "listen_addresses": self.host,
-            "unix_socket_directories": "",
+            "listen_addresses": self.host,  # 127.0.0.1 only
+            "unix_socket_directories": "",  # no socket at all (were there one: owner only)
+            "unix_socket_permissions": "0700",
+            "log_file_mode": "0600",  # the server's output goes to our 0600 logs/postgres.log
             "max_connections": "200",
             "shared_buffers": "256MB",
             "maintenance_work_mem": "256MB",
@@ -251,9 +266,11 @@ class EmbeddedPostgres(EmbeddedServer):
             ):
                 exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
                 verb = sql.SQL("ALTER") if exists else sql.SQL("CREATE")
+                # A SCRAM verifier, not the password: a failing statement is logged with its text.
+                verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
                 conn.execute(
                     sql.SQL("{} ROLE {} LOGIN PASSWORD {}{}").format(
-                        verb, sql.Identifier(role), sql.Literal(password), extra
+                        verb, sql.Identifier(role), sql.Literal(verifier.decode()), extra
                     )
                 )
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone():

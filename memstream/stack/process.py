@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from memstream.errors import StackError
+from memstream.stack.lockdown import UMASK, open_private_log
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,8 @@ class ManagedProcess:
     cwd: Path | None = None
     stop_signal: signal.Signals = signal.SIGTERM
     stop_timeout_s: float = 15.0
+    #: The child's umask: what it creates (AOF, logs, data) is its owner's alone.
+    umask: int = UMASK
     _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log_file: IO[bytes] | None = field(default=None, init=False, repr=False)
 
@@ -100,8 +103,7 @@ class ManagedProcess:
         stdout: IO[bytes] | None = None
         self._close_log()
         if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log_file = self.log_path.open("ab")
+            self._log_file = open_private_log(self.log_path)  # 0600: logs may quote tenants' data
             stdout = self._log_file
         log.info("starting %s: %s", self.name, " ".join(self.argv))
         try:
@@ -115,6 +117,7 @@ class ManagedProcess:
                 # Its own process group: Ctrl-C reaches the supervisor, which stops
                 # children in order instead of every process dying at once.
                 start_new_session=True,
+                umask=self.umask,
                 preexec_fn=_parent_death_hook(self.stop_signal),
             )
         except OSError as exc:

@@ -11,6 +11,7 @@ import orjson
 from pydantic import SecretStr
 
 from memstream.settings import Settings
+from memstream.stack.lockdown import write_private
 
 STATE_FILE = "stack.json"
 
@@ -41,11 +42,7 @@ def write_state(settings: Settings, *, pid: int, metrics: Mapping[str, str] | No
         "metrics": dict(metrics or {}),
         "env": settings_env(settings),
     }
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds passwords
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    tmp.replace(path)
+    write_private(path, orjson.dumps(data, option=orjson.OPT_INDENT_2))  # 0600: it holds passwords
     return path
 
 

@@ -23,6 +23,7 @@ from memstream.embedder.factory import embedding_identity
 from memstream.errors import StackError
 from memstream.settings import Settings
 from memstream.stack.broker import EmbeddedBroker
+from memstream.stack.lockdown import UMASK, lock_down
 from memstream.stack.postgres import APP_ROLE, EmbeddedPostgres
 from memstream.stack.process import ManagedProcess, free_port
 from memstream.stack.redis import EmbeddedRedis
@@ -60,7 +61,7 @@ class EmbeddedStack:
     def start_services(self) -> Settings:
         """Start missing services, migrate, create topics; returns the resolved settings."""
         s = self.settings
-        s.data_dir.mkdir(parents=True, exist_ok=True)
+        lock_down(s.data_dir)  # 0700, files 0600: also a data dir an older memstream left open
         updates: dict[str, object] = {}
         if not s.kafka_bootstrap_servers:
             self.broker = EmbeddedBroker(port=s.embedded_broker_port or free_port(), log_dir=self.log_dir)
@@ -213,6 +214,7 @@ def run_up(settings: Settings, *, worker: bool = True, gateway: bool = True) -> 
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    os.umask(UMASK)  # whatever this process or its children create is the owner's alone
     stack = EmbeddedStack(settings)
     try:
         resolved = stack.start_services()
