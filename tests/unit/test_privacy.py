@@ -1,6 +1,26 @@
+import uuid
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
-from memstream.privacy import PrivacyPolicy, luhn_ok, redact, redact_mapping, thai_id_ok
+from memstream.privacy import (
+    PrivacyPolicy,
+    identifier_problems,
+    luhn_ok,
+    normalise,
+    redact,
+    redact_mapping,
+    redact_turn,
+    secret_in_identifiers,
+    thai_id_ok,
+)
+from schemas.codec import turn_event_codec
+from streams.decoding import decode_events
+from streams.metrics import WorkerMetrics
+from streams.retry import Backoff
+from streams.stage import StageContext, redact_batch
 
 ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
 
@@ -67,8 +87,9 @@ def test_redacting_twice_changes_nothing() -> None:
     assert redact(once, ALL) == (once, {})
 
 
-def test_key_value_pairs_keep_their_key() -> None:
-    assert redact("db_password = 'p@ss w0rd' ok")[0] == "db_password = [REDACTED:password] ok"
+def test_key_value_pairs_keep_their_key_and_quotes() -> None:
+    # Quotes stay, so a JSON or YAML document stays one.
+    assert redact("db_password = 'p@ss w0rd' ok")[0] == "db_password = '[REDACTED:password]' ok"
 
 
 def test_metadata_values_are_redacted() -> None:
@@ -80,3 +101,230 @@ def test_metadata_values_are_redacted() -> None:
 def test_checksums() -> None:
     assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
     assert thai_id_ok("1101700230708") and not thai_id_ok("1101700230709")
+
+
+# --- the security finding: each of these came back raw through search, context or buffer ---
+
+GHP = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # card numbers separated by dots, en dashes, NBSP, double spaces; full-width digits
+        ("card 4111.1111.1111.1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111\u20131111\u20131111\u20131111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111\u00a01111\u00a01111\u00a01111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111  1111  1111  1111.", "card [REDACTED:card_number]."),
+        (
+            "card \uff14\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11\uff11!",
+            "card [REDACTED:card_number]!",
+        ),
+        # JSON-style keys
+        ('{"password": "hunter2 two", "user": "bob"}', '{"password": "[REDACTED:password]", "user": "bob"}'),
+        ('{"api_key": "abc123def456"}', '{"api_key": "[REDACTED:password]"}'),
+        ("{'api_key': 'abc123def456'}", "{'api_key': '[REDACTED:password]'}"),
+        ('{"client_secret":"s3cr3t"}', '{"client_secret":"[REDACTED:password]"}'),
+        # URL credentials without a user name, or with an upper-case scheme
+        ("redis://:pw@cache:6379/0", "redis://:[REDACTED:connection_secret]@cache:6379/0"),
+        ("POSTGRES://u:pw@h/db", "POSTGRES://u:[REDACTED:connection_secret]@h/db"),
+        # PGP private-key blocks
+        (
+            "key:\n-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGZ\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----\nend",
+            "key:\n[REDACTED:private_key]\nend",
+        ),
+        # Authorization: Basic
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED:basic_auth]"),
+        # a token glued to a word
+        (f"deploy_{GHP} now", "deploy_[REDACTED:api_key] now"),
+        # an unsigned JWT (empty signature)
+        ("t eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0. ok", "t [REDACTED:jwt] ok"),
+        # a passphrase after PASSWORD: loses every word, up to the end of the line
+        ("PASSWORD: correct horse battery staple\nnext", "PASSWORD: [REDACTED:password]\nnext"),
+    ],
+)
+def test_the_attackers_examples_are_redacted(text: str, expected: str) -> None:
+    out, found = redact(text)
+    assert out == expected
+    assert found
+    assert redact(out) == (out, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=abc&x=1", "password=[REDACTED:password]&x=1"),  # still stops at the delimiter
+        ("token=abc123;next", "token=[REDACTED:password];next"),
+        ("password = my pass phrase\nok", "password = [REDACTED:password]\nok"),  # INI
+        ("dbPassword: 'a b'", "dbPassword: '[REDACTED:password]'"),  # camelCase key
+        ('\\"password\\": \\"hunter2\\"', '\\"password\\": \\"[REDACTED:password]\\"'),  # JSON inside JSON
+        ('{"note": "x\\tpassword: a b\\nnext"}', '{"note": "x\\tpassword: [REDACTED:password]\\nnext"}'),
+        ("pass: x y", "pass: [REDACTED:password] y"),  # only password-like keys take the whole line
+    ],
+)
+def test_key_value_forms(text: str, expected: str) -> None:
+    assert redact(text)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("https://ghp_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r", "api_key"),
+        ("https://x-access-token:zqsecretvalue@github.com/o/r", "connection_secret"),
+        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n(truncated)", "private_key"),  # no END line
+        ("PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 1\nAAAAgQ\nPrivate-MAC: 00", "private_key"),
+        ("Authorization: Digest username=x, response=y", "auth_header"),
+        ("curl -H 'authorization: token zqabcdef123456'", "auth_header"),
+        ("slack xoxb-123456789012-abcdefghij", "api_key"),
+        ("hf hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "api_key"),
+        ("cards 4111111111111111 5555555555554444", "card_number"),
+        ("ref 12 4111 1111 1111 1111 ok", "card_number"),  # inside a longer run of digits
+        ("jcb 3530 1113 3330 0000", "card_number"),
+        ("card 4\u200b111 1111 1111 1111", "card_number"),  # a zero-width space inside
+        ("card \u0e54\u0e51\u0e51\u0e51 1111 1111 1111", "card_number"),  # Thai digits
+        ("key \uff21\uff2b\uff29\uff21IOSFODNN7EXAMPLE", "api_key"),  # full-width letters
+        ("\u201cpassword\u201d: \u201chunter2\u201d", "password"),  # typographic quotes
+        ("ssn 123\u201345\u20136789", "national_id"),
+    ],
+)
+def test_more_forms(text: str, kind: str) -> None:
+    out, found = redact(text)
+    assert found[kind] >= 1, out
+    assert redact(out) == (out, {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "this is a basic understanding of things",
+        "pi is 0.4111111111111111, the float",
+        "task-abcdefghijklmnopqrstuvwxyz is a branch name",
+        "bypass: true; compass: north",
+        "the password field must not be empty",
+        "prices 4096 8192 1024 2048",
+        "see https://example.com/docs@v2 and ssh://deploy@host/o/r",
+        "\u0e17\u0e33\u0e07\u0e32\u0e19 \u0e2a\u0e33\u0e40\u0e23\u0e47\u0e08 \u2014 caf\u00e9 na\u00efve \ufb01le",
+    ],
+)
+def test_more_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact(text, ALL) == (text, {})
+
+
+def test_the_secret_is_replaced_where_it_is_written() -> None:
+    """Matching runs on a normalised view; the replacement is made in the original text,
+    whose other characters stay exactly as they were."""
+    text = "\uff43\uff41\uff52\uff44\u00a0\uff14\uff11\uff11\uff11\u00a0\uff11\uff11\uff11\uff11\u00a0\uff11\uff11\uff11\uff11\u00a0\uff11\uff11\uff11\uff11 \ufb01n"
+    assert redact(text)[0] == "\uff43\uff41\uff52\uff44\u00a0[REDACTED:card_number] \ufb01n"
+    # a ligature (one character that normalises to two) before the secret keeps offsets right
+    assert redact("\ufb01\ufb01 AKIAIOSFODNN7EXAMPLE \ufb01")[0] == "\ufb01\ufb01 [REDACTED:api_key] \ufb01"
+    # zero-width characters inside a secret go with it
+    assert redact("a 4111\u200b1111\u200b1111\u200b1111 b")[0] == "a [REDACTED:card_number] b"
+
+
+def test_normalise_keeps_a_map_back_to_the_original() -> None:
+    view, origin = normalise("\ufb01x\u200by")
+    assert view == "fixy"
+    assert origin == [0, 0, 1, 3]
+    assert normalise("plain ascii") == ("plain ascii", None)
+    assert normalise("\uff11\u00a0\u2013") == ("1 -", None)  # one for one: no map needed
+
+
+def test_every_free_text_field_of_a_turn_is_filtered() -> None:
+    text, found = redact_turn(
+        "see POSTGRES://u:pw@h/db",
+        tool_name=f"deploy_{GHP}",
+        tags=["prod", "card 4111.1111.1111.1111"],
+        metadata={"AKIAIOSFODNN7EXAMPLE": "x", "env": "TOKEN=abc", "steps": '["ok", "PASSWORD: a b c"]'},
+    )
+    assert text.content == "see POSTGRES://u:[REDACTED:connection_secret]@h/db"
+    assert text.tool_name == "deploy_[REDACTED:api_key]"
+    assert text.tags == ("prod", "card [REDACTED:card_number]")
+    assert text.metadata == {
+        "[REDACTED:api_key]": "x",
+        "env": "TOKEN=[REDACTED:password]",
+        "steps": '["ok","PASSWORD: [REDACTED:password]"]',  # still a JSON list
+    }
+    assert found == {"connection_secret": 1, "api_key": 2, "card_number": 1, "password": 2}
+
+
+def test_redacted_fields_keep_the_turn_contracts_limits() -> None:
+    tag = "x" * 55 + " pwd=a"  # 61 characters; with the placeholder it would be 79
+    text, _ = redact_turn("pwd=a " * 4, tool_name=None, tags=[tag], metadata={}, max_content_chars=30)
+    assert text.tags == ("[REDACTED:password]",)
+    assert len(text.content) == 30 and "pwd=a" not in text.content
+
+
+@pytest.mark.parametrize(
+    ("record", "refused"),
+    [
+        ({"user_id": GHP}, ["user_id"]),
+        ({"session_id": "s:password:hunter2"}, ["session_id"]),
+        ({"project_id": "redis://:pw@host"}, ["project_id"]),
+        ({"agent_id": "4111-1111-1111-1111"}, ["agent_id"]),
+        ({"tenant_id": "AKIAIOSFODNN7EXAMPLE", "user_id": "alice"}, ["tenant_id"]),
+        ({"user_id": "alice@example.com", "session_id": "3ea4f062-1234-4c5d-9e8f-0123456789ab"}, []),
+        ({"user_id": "user-1", "project_id": None, "session_id": "2026-11-30T10:00"}, []),
+    ],
+)
+def test_identifiers_carrying_a_secret_are_named(record: dict[str, Any], refused: list[str]) -> None:
+    assert secret_in_identifiers(record) == refused
+    problems = identifier_problems(record)
+    assert [field for field, _ in problems] == refused
+    for field, message in problems:
+        assert field in message and record[field] not in message  # names the field, never the value
+
+
+def _event(record: dict[str, Any]) -> Any:
+    message = SimpleNamespace(
+        value=turn_event_codec().encode(record), topic="memstream.turns.v1", partition=0, offset=7
+    )
+    return SimpleNamespace(message=message)
+
+
+def _record(**extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "event_id": str(uuid.uuid4()), "tenant_id": "t1", "agent_id": "agent-1", "user_id": "user-1",
+        "project_id": None, "session_id": "s1", "role": "user", "content": "hello",
+        "event_time": datetime.now(UTC), "tool_name": None, "tool_status": None, "tags": [], "metadata": {},
+    }  # fmt: skip
+    record.update(extra)
+    return record
+
+
+def test_the_worker_dead_letters_a_record_whose_identifier_carries_a_secret() -> None:
+    good, bad = decode_events(
+        [_event(_record()), _event(_record(user_id=GHP))], codec=turn_event_codec(), max_content_chars=1000
+    )
+    assert len(good) == 1 and len(bad) == 1
+    assert "user_id carries a secret (api_key)" in bad[0].reason and GHP not in bad[0].reason
+
+
+class _Policies:
+    async def get(self, tenant: str) -> PrivacyPolicy:
+        return PrivacyPolicy()
+
+
+async def test_the_worker_filters_every_free_text_field() -> None:
+    ctx = StageContext(
+        codec=turn_event_codec(), tokens=None,  # type: ignore[arg-type]  # redact_batch counts no tokens
+        policies=_Policies(),  # type: ignore[arg-type]
+        metrics=WorkerMetrics(), dead_letters=None,  # type: ignore[arg-type]
+        backoff=Backoff(initial_s=0.001, max_s=0.001), max_events=10, within_s=0.01, max_content_chars=1000,
+    )  # fmt: skip
+    record = _record(
+        content="card 4111\u00a01111\u00a01111\u00a01111",
+        tool_name=f"deploy_{GHP}", tags=["redis://:pw@h"], metadata={"AKIAIOSFODNN7EXAMPLE": "password: a b"},
+    )  # fmt: skip
+    good, _ = decode_events([_event(record)], codec=turn_event_codec(), max_content_chars=1000)
+    [item] = await redact_batch(good, ctx)
+    turn = item.turn
+    assert turn.content == "card [REDACTED:card_number]"
+    assert turn.tool_name == "deploy_[REDACTED:api_key]"
+    assert turn.tags == ("redis://:[REDACTED:connection_secret]@h",)
+    assert dict(turn.metadata) == {"[REDACTED:api_key]": "password: [REDACTED:password]"}
+
+
+def test_a_placeholder_is_never_cut_into() -> None:
+    # The token is found first; the URL detector must not then read "[REDACTED" as a user.
+    out = redact(f"https://{GHP}@github.com/o/r")[0]
+    assert out == "https://[REDACTED:api_key]@github.com/o/r"
