@@ -1,4 +1,9 @@
-"""The tool-permission engine over HTTP: evaluate, grant once, manage rules."""
+"""The tool-permission engine over HTTP: evaluate, grant once, manage rules.
+
+Every string these endpoints take is refused (422) with NUL or a control character in it (a
+command may hold tabs and line breaks); a rule's pattern must pass ``validate_pattern`` (422)
+and the tenant's rule limits (409); evaluations match off the event loop within a budget.
+"""
 
 from __future__ import annotations
 
@@ -12,35 +17,70 @@ from agents_gateway.errors import AUTH_ERRORS, ApiError
 from agents_gateway.models import (
     AllowOnceIn,
     AllowOnceOut,
+    ErrorOut,
     EvaluateIn,
     EvaluateOut,
     RuleIn,
     RuleOut,
     RulesOut,
 )
-from agents_gateway.permissions import PatternError, compile_pattern, evaluate
+from agents_gateway.permissions import PatternError, evaluate, rule_audit_detail, text_problem, validate_pattern
 from agents_gateway.state import GatewayState
 from sinks.postgres.audit import append_audit
-from sinks.postgres.rules import delete_rule, insert_rule, list_rules
+from sinks.postgres.rules import count_rules, delete_rule, insert_rule, list_rules, lock_rules
 from sinks.postgres.tenancy import tenant_transaction
 from sinks.redis.grants import command_hash, grant_once
 
 router = APIRouter(tags=["permissions"], responses=AUTH_ERRORS)
 
 
+def refuse_control_characters(
+    where: str, *, multiline: tuple[tuple[str, str | None], ...] = (), **one_line: str | None
+) -> None:
+    """422 naming the first field that holds NUL or a control character (Postgres cannot
+    store NUL; the others have no business in a tool name, a pattern or the audit log)."""
+    checks = [(name, value, True) for name, value in multiline] + [(n, v, False) for n, v in one_line.items()]
+    for name, value, lines in checks:
+        if problem := text_problem(name, value, multiline=lines):
+            raise ApiError(
+                422,
+                "invalid_request",
+                problem,
+                details=[{"loc": [where, name], "msg": problem, "type": "control_character"}],
+            )
+
+
+def _refuse_in_command(body: EvaluateIn) -> None:
+    refuse_control_characters(
+        "body",
+        multiline=(("command", body.command),),
+        tool=body.tool,
+        session_id=body.session_id,
+        project_id=body.project_id,
+    )
+
+
 @router.post("/v1/permissions/evaluate", response_model=EvaluateOut, summary="May this tool run this command?")
 async def evaluate_command(
     request: Request, body: EvaluateIn, principal: Annotated[Principal, Depends(scoped("read"))]
 ) -> EvaluateOut:
+    _refuse_in_command(body)
     state: GatewayState = request.app.state.gateway
+    settings = state.settings
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
-        verdict = await evaluate(
+        evaluation = await evaluate(
             conn, state.redis, tenant_id=principal.tenant_id, actor=principal.key_id,
             session_id=body.session_id, project_id=body.project_id, tool=body.tool, command=body.command,
-            preapproved=state.settings.preapproved_tools,
+            preapproved=settings.preapproved_tools, budget_s=settings.permission_eval_budget_s,
+            max_rules=2 * settings.permission_max_rules_per_tool,
         )  # fmt: skip
+    verdict = evaluation.verdict
     state.metrics.permission_decisions.labels(decision=verdict.decision, tier=verdict.tier).inc()
-    return EvaluateOut(**verdict.__dict__)
+    state.metrics.count_redactions(evaluation.redactions, stage="audit")
+    return EvaluateOut(
+        decision=verdict.decision, tier=verdict.tier, reason=verdict.reason, rule_id=verdict.rule_id,
+        grant_id=verdict.grant_id,
+    )  # fmt: skip
 
 
 @router.post(
@@ -50,8 +90,9 @@ async def evaluate_command(
     summary="Let this exact command run once in this session (a human's confirmation)",
 )
 async def allow_once(
-    request: Request, body: AllowOnceIn, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, body: AllowOnceIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> AllowOnceOut:
+    _refuse_in_command(body)
     state: GatewayState = request.app.state.gateway
     ttl = state.settings.allow_once_ttl_s
     grant = await grant_once(
@@ -68,21 +109,48 @@ async def allow_once(
     return AllowOnceOut(grant_id=grant, expires_in_s=ttl)
 
 
-@router.post("/v1/permissions/rules", response_model=RuleOut, status_code=201, summary="Add a rule")
+@router.post(
+    "/v1/permissions/rules",
+    response_model=RuleOut,
+    status_code=201,
+    summary="Add a rule",
+    responses={409: {"model": ErrorOut, "description": "The tool's (in this scope) or the tenant's rule limit"}},
+)
 async def add_rule(
-    request: Request, body: RuleIn, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, body: RuleIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> RuleOut:
+    refuse_control_characters(
+        "body", tool=body.tool, pattern=body.pattern, description=body.description, project_id=body.project_id
+    )
     state: GatewayState = request.app.state.gateway
+    settings = state.settings
     try:
-        compile_pattern(body.pattern)
+        validate_pattern(body.pattern)
     except PatternError as exc:
         raise ApiError(422, "invalid_pattern", str(exc)) from exc
+    detail, redactions = rule_audit_detail(**body.model_dump())
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        await lock_rules(conn, principal.tenant_id)
+        in_scope, in_tenant = await count_rules(conn, tool=body.tool, project_id=body.project_id)
+        if in_scope >= settings.permission_max_rules_per_tool:
+            scope = f"project {body.project_id}" if body.project_id else "the global rules"
+            raise ApiError(
+                409, "rule_limit",
+                f"{body.tool} already has {in_scope} rules in {scope}; the limit is "
+                f"{settings.permission_max_rules_per_tool} per tool and scope (remove one first)",
+            )  # fmt: skip
+        if in_tenant >= settings.permission_max_rules_per_tenant:
+            raise ApiError(
+                409, "rule_limit",
+                f"the tenant already has {in_tenant} rules; the limit is {settings.permission_max_rules_per_tenant}"
+                " (remove one first)",
+            )  # fmt: skip
         rule = await insert_rule(conn, tenant_id=principal.tenant_id, **body.model_dump())
         await append_audit(
             conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="permission.rule.create",
-            subject=str(rule.rule_id), detail=body.model_dump(),
+            subject=str(rule.rule_id), detail=detail,
         )  # fmt: skip
+    state.metrics.count_redactions(redactions, stage="audit")
     return RuleOut(**rule.__dict__)
 
 
@@ -92,6 +160,7 @@ async def get_rules(
     principal: Annotated[Principal, Depends(scoped("read"))],
     tool: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
 ) -> RulesOut:
+    refuse_control_characters("query", tool=tool)
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         rules = await list_rules(conn, tool=tool)
@@ -100,7 +169,7 @@ async def get_rules(
 
 @router.delete("/v1/permissions/rules/{rule_id}", status_code=204, summary="Remove a rule")
 async def remove_rule(
-    request: Request, rule_id: uuid.UUID, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, rule_id: uuid.UUID, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> Response:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:

@@ -61,6 +61,28 @@ async def insert_rule(
     return rule
 
 
+#: Rules of the tool in the new rule's scope (one project, or the global rules), and of the tenant.
+_COUNT = (
+    "SELECT count(*) FILTER (WHERE tool = %(tool)s AND project_id IS NOT DISTINCT FROM %(project)s),"
+    " count(*) FROM permission_rules"
+)
+
+
+async def lock_rules(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> None:
+    """Serialise rule changes of one tenant until the transaction ends, so that two
+    concurrent additions cannot both pass the limits (``count_rules``)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"permission_rules\x1f{tenant_id}",))
+
+
+async def count_rules(conn: psycopg.AsyncConnection[Any], *, tool: str, project_id: str | None) -> tuple[int, int]:
+    """How many rules the tenant (of the transaction) has for ``tool`` in the scope of
+    ``project_id`` (None: its global rules), and in all."""
+    cur = await conn.execute(_COUNT, {"tool": tool, "project": project_id})
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
 async def list_rules(conn: psycopg.AsyncConnection[Any], *, tool: str | None = None) -> list[Rule]:
     async with conn.cursor(row_factory=class_row(Rule)) as cur:
         await cur.execute(_LIST, {"tool": tool})
@@ -70,6 +92,8 @@ async def list_rules(conn: psycopg.AsyncConnection[Any], *, tool: str | None = N
 async def rules_for(
     conn: psycopg.AsyncConnection[Any], *, tool: str, project_id: str | None, limit: int = 500
 ) -> list[Rule]:
+    """The rules one evaluation checks, in order: at most ``limit`` (the caller asks for one
+    more than it will match, to know when there are too many)."""
     async with conn.cursor(row_factory=class_row(Rule)) as cur:
         await cur.execute(_FOR_TOOL, {"tool": tool, "project": project_id, "limit": limit})
         return await cur.fetchall()
