@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import redis.asyncio as aioredis
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
+from agents_gateway.limits import RequestGuard
 from agents_gateway.metrics import GatewayMetrics, RequestTimer
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.producer import TurnProducer
@@ -28,6 +28,7 @@ from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import session_buffers
+from sinks.redis.client import redis_client
 from sinks.redis.rate_limit import RateLimiter
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,13 @@ def create_app(settings: Settings) -> FastAPI:
             settings.require_database_url(), name="gateway", min_size=1, max_size=16,
             text_search_config=settings.text_search_config,
         )  # fmt: skip
-        client = aioredis.from_url(settings.require_redis_url(), socket_timeout=5, socket_connect_timeout=2)
+        client = redis_client(
+            settings.require_redis_url(),
+            max_connections=settings.redis_max_connections,
+            pool_timeout_s=settings.redis_pool_timeout_s,
+            socket_timeout_s=5,
+            connect_timeout_s=2,
+        )
         producer = TurnProducer(
             settings.require_kafka(),
             codec=turn_event_codec(),
@@ -98,6 +105,9 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    # The guard (body caps, timeouts, authentication before any body is read) runs inside the
+    # timer, so that what it refuses is timed and counted too.
+    app.add_middleware(RequestGuard, settings=settings)
     app.add_middleware(RequestTimer)
     for module in (turns, sessions, search, context, memory, permissions, tenant, users, health):
         app.include_router(module.router)

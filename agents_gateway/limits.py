@@ -1,0 +1,249 @@
+"""What the gateway refuses before it reads a request: bodies over their cap (413), bodies that
+arrive too slowly (408), headers that arrive too slowly (408), and callers without a valid key
+(401, or 429 for an address that keeps failing) — all without buffering the body.
+
+``RequestGuard`` is a pure ASGI middleware (it wraps ``receive``): FastAPI reads a body
+parameter *before* it runs the route's dependencies, so authenticating in a dependency alone
+would let a caller without a key make the gateway buffer whatever it sends. The guard
+authenticates every request for a ``/v1`` route first and hands the principal on to the
+route's dependency (``agents_gateway.auth.scoped``); only then may the body be read, and never
+more than its cap.
+
+``server_options`` configures uvicorn: the header-size cap, the keep-alive timeout, the
+concurrency cap, and an h11 protocol with a header-read timeout (uvicorn has none of its own:
+a client that opens a connection and sends a header byte every few seconds would hold it
+forever)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from typing import Any
+
+import orjson
+from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import Response
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from agents_gateway.auth import PRINCIPAL_SCOPE_KEY
+from agents_gateway.errors import error_response
+from memstream.settings import Settings
+
+TURNS_PATH = "/v1/turns"
+
+
+def body_cap(settings: Settings, path: str) -> int:
+    """Bytes a request body to ``path`` may have: ``max_body_bytes`` for turns (batches of up
+    to 500), ``max_json_body_bytes`` for every other endpoint (small JSON documents)."""
+    return settings.max_body_bytes if path == TURNS_PATH else settings.max_json_body_bytes
+
+
+class _BodyRefused(Exception):
+    """Raised from the wrapped ``receive``: the body is over its cap or too slow."""
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.monotonic()
+        cap = body_cap(self.settings, scope["path"])
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length")
+        has_body = headers.get("transfer-encoding") is not None or (declared is not None and declared != "0")
+        if declared is not None and declared.strip().isdigit() and int(declared) > cap:
+            await _answer(scope, send, _too_large(cap, f"body of {int(declared)} bytes"), close=True)
+            return
+        if scope["path"].startswith("/v1/") and _routed(scope):
+            response = await self._authenticate(scope, receive)
+            if response is not None:
+                await _answer(scope, send, response, close=has_body)
+                return
+
+        deadline = started + self.settings.body_read_timeout_s
+        received = 0
+        body_done = not has_body
+        refusal: Response | None = None
+        answered = False
+
+        async def guarded_receive() -> Message:
+            nonlocal received, body_done, refusal
+            if refusal is not None:
+                raise _BodyRefused
+            if body_done:  # what follows the body (http.disconnect) may take as long as it likes
+                return await receive()
+            try:
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    message = await receive()
+            except TimeoutError:
+                timeout = self.settings.body_read_timeout_s
+                refusal = error_response(
+                    408, "request_timeout", f"the request body did not arrive within {timeout:g} s"
+                )
+                raise _BodyRefused from None
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > cap:
+                    refusal = _too_large(cap, "body")
+                    raise _BodyRefused
+                body_done = not message.get("more_body", False)
+            else:
+                body_done = True
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal answered
+            if refusal is not None:  # the app's own answer to the exception it got is replaced
+                if not answered:
+                    answered = True
+                    await _answer(scope, send, refusal, close=True)
+                return
+            if message["type"] == "http.response.start":
+                answered = True
+            await send(message)
+
+        try:
+            await self.app(scope, guarded_receive, guarded_send)
+        except Exception:
+            if refusal is None:
+                raise
+        if refusal is not None and not answered:
+            await _answer(scope, send, refusal, close=True)
+
+    async def _authenticate(self, scope: Scope, receive: Receive) -> Response | None:
+        """None once the caller is authenticated (the principal is left in the scope), else
+        the error response, made by the app's own exception handlers (401, 429, 503, ...)."""
+        app = scope["app"]
+        try:
+            scope[PRINCIPAL_SCOPE_KEY] = await app.state.gateway.auth.authenticate(HTTPConnection(scope))
+        except Exception as exc:
+            handler = _handler_for(app, exc)
+            if handler is None:
+                raise
+            response = handler(Request(scope, receive), exc)
+            if inspect.isawaitable(response):
+                response = await response
+            assert isinstance(response, Response)
+            return response
+        return None
+
+
+def _routed(scope: Scope) -> bool:
+    """Whether a route answers this method and path (unknown paths keep their 404/405)."""
+    probe = {k: v for k, v in scope.items() if k != "fastapi"}  # matching may note things there
+    return any(route.matches(probe)[0] is Match.FULL for route in scope["app"].router.routes)
+
+
+def _handler_for(app: Any, exc: Exception) -> Any:
+    handlers: dict[Any, Any] = app.exception_handlers
+    for cls in type(exc).__mro__:
+        if cls in handlers:
+            return handlers[cls]
+    return None
+
+
+def _too_large(cap: int, what: str) -> Response:
+    return error_response(413, "payload_too_large", f"{what} exceeds the limit of {cap} bytes for this endpoint")
+
+
+async def _answer(scope: Scope, send: Send, response: Response, *, close: bool) -> None:
+    """Send ``response`` without reading the request; ``close``: the body (if any) is left
+    unread, so the connection cannot carry another request."""
+    if close:
+        response.headers["connection"] = "close"
+
+    async def no_body() -> Message:  # a response never reads the request
+        return {"type": "http.disconnect"}
+
+    await response(scope, no_body, send)
+
+
+# --- uvicorn ---------------------------------------------------------------------------------
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for a request's headers: from the connection's
+    start, and from each response for the next request. A client that has sent part of a
+    request by then gets 408; one that sent nothing is disconnected."""
+
+    header_timeout_s: float = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+    _header_cycle: object = None
+    _header_bytes = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self._header_bytes += len(data)
+        super().data_received(data)
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self._header_timer is not None and self.cycle is not self._header_cycle:
+            self._disarm_header_timer()  # a request started: its headers are complete
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+            self._arm_header_timer()
+
+    def _arm_header_timer(self) -> None:
+        self._disarm_header_timer()
+        self._header_cycle = self.cycle
+        self._header_bytes = 0
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._header_timeout)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_timeout(self) -> None:
+        self._header_timer = None
+        if self.cycle is not self._header_cycle or self.transport.is_closing():
+            return
+        if self._header_bytes:
+            body = orjson.dumps(
+                {
+                    "error": {
+                        "code": "request_timeout",
+                        "message": f"the request headers did not arrive within {self.header_timeout_s:g} s",
+                        "details": [],
+                    }
+                }
+            )
+            head = (
+                "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+            )
+            self.transport.write(head.encode() + body)
+        self.transport.close()
+
+
+def guarded_h11(header_timeout_s: float) -> type[GuardedH11Protocol]:
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s})
+
+
+def server_options(settings: Settings) -> dict[str, Any]:
+    """uvicorn.run's keyword arguments for the gateway's limits (README, "Limits")."""
+    return {
+        "http": guarded_h11(settings.header_read_timeout_s),
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+        "timeout_keep_alive": settings.keep_alive_timeout_s,
+        "limit_concurrency": settings.gateway_max_concurrency,
+    }

@@ -1,0 +1,390 @@
+"""The gateway's limits: body caps on every endpoint (before authentication, and never read
+past), header and body read timeouts, the per-address limit on callers without a valid key,
+the auth cache under a flood of unknown keys, the Redis pool under 200 concurrent requests,
+and the tenant's rate limit over all its keys."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+
+from agents_gateway.app import create_app
+from memstream.settings import Settings
+from memstream.stack.process import ManagedProcess, free_port, port_open
+from memstream.stack.state import settings_env
+from sinks.redis.keys import rate_limit_key
+from tests.fixtures.stack import RunningStack
+
+MiB = 1024 * 1024
+#: What a caller streams at the gateway in the memory test, per request.
+FLOOD_BYTES = 200 * MiB
+#: Growth of the gateway's resident memory allowed over the whole memory test.
+MAX_GROWTH = 50 * MiB
+#: The subprocess gateway's read timeouts (short, for the slow-client tests).
+READ_TIMEOUT_S = 2.0
+
+
+# --- a real uvicorn gateway in a subprocess ---------------------------------------------------
+
+
+@dataclass
+class Served:
+    process: ManagedProcess
+    port: int
+    settings: Settings
+
+    @property
+    def rss(self) -> int:
+        assert self.process.pid is not None
+        return int(psutil.Process(self.process.pid).memory_info().rss)
+
+
+@pytest.fixture(scope="module")
+def served(stack: RunningStack) -> Iterator[Served]:
+    """``python -m memstream gateway`` (uvicorn, as deployed) on the test stack."""
+    port = free_port()
+    env = {
+        **settings_env(stack.settings),
+        "MEMSTREAM_GATEWAY_PORT": str(port),
+        "MEMSTREAM_BODY_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
+        "MEMSTREAM_HEADER_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
+    }
+    process = ManagedProcess(
+        name="gateway-limits",
+        argv=[sys.executable, "-m", "memstream", "gateway"],
+        env=env,
+        log_path=stack.settings.data_dir / "logs" / "gateway-limits.log",
+        stop_timeout_s=20,
+    )
+    process.start()
+    try:
+
+        def ready() -> bool:
+            if not port_open("127.0.0.1", port):
+                return False
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+
+        process.wait_ready(ready, timeout_s=60)
+        yield Served(process, port, stack.settings)
+    finally:
+        process.stop()
+    log = process.tail(400)
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+
+
+@dataclass
+class Answer:
+    status: int | None  # None: the connection ended without a response
+    body: bytes
+    sent: int  # body bytes the client got to send
+    error: str = ""  # why there is no response
+
+
+def read_response(sock: socket.socket) -> tuple[int, bytes]:
+    """One response (status, body) from a blocking socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = sock.recv(65536)
+        if not more:
+            raise ConnectionError(f"closed after {data!r}")
+        data += more
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        more = sock.recv(65536)
+        if not more:
+            raise ConnectionError("closed mid-body")
+        body += more
+    return int(lines[0].split(" ")[1]), body[:length]
+
+
+def stream_at(
+    port: int,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str],
+    total: int,
+    chunked: bool,
+    chunk_bytes: int = MiB,
+    pause_s: float = 0.0,
+    timeout_s: float = 60.0,
+) -> Answer:
+    """Send ``total`` body bytes (Content-Length or chunked) from one thread while reading the
+    response in another (as a browser or httpcore does); stop when the gateway answers."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+    framing = "transfer-encoding: chunked" if chunked else f"content-length: {total}"
+    head = f"{method} {path} HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n{framing}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
+    sent = 0
+    stop = threading.Event()
+    chunk = b" " * chunk_bytes  # JSON whitespace: a valid prefix of any document
+
+    def send() -> None:
+        nonlocal sent
+        with contextlib.suppress(OSError):  # the gateway closed: it stopped reading
+            sock.sendall(head.encode())
+            while sent < total and not stop.is_set():
+                n = min(chunk_bytes, total - sent)
+                sock.sendall(f"{n:x}\r\n".encode() + chunk[:n] + b"\r\n" if chunked else chunk[:n])
+                sent += n
+                if pause_s and stop.wait(pause_s):
+                    return
+            if chunked:
+                sock.sendall(b"0\r\n\r\n")
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        status, body = read_response(sock)
+        return Answer(status, body, sent)
+    except OSError as exc:
+        return Answer(None, b"", sent, repr(exc))
+    finally:
+        stop.set()
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)  # unblocks the sender
+        sender.join()
+        sock.close()
+
+
+def body_routes(port: int) -> list[tuple[str, str]]:
+    """Every (method, path) of the gateway's OpenAPI document that takes a request body, with
+    its path parameters filled in."""
+    document = httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=10).json()
+    routes = []
+    for template, operations in sorted(document["paths"].items()):
+        for method, operation in sorted(operations.items()):
+            if "requestBody" not in operation:
+                continue
+            path = template
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path":
+                    value = str(uuid.UUID(int=1)) if parameter["name"].endswith("_id") else "p1"
+                    path = path.replace("{" + parameter["name"] + "}", value)
+            routes.append((method.upper(), path))
+    return routes
+
+
+def forget_address(stack: RunningStack, address: str = "127.0.0.1") -> None:
+    client = stack.redis()
+    try:
+        client.delete(rate_limit_key("addr", address))
+    finally:
+        client.close()
+
+
+# Pinned examples: every body route x (no key, an unknown key, a valid key) x (Content-Length, chunked).
+def test_no_body_over_its_cap_is_read_on_any_endpoint(stack: RunningStack, served: Served, tenant: str) -> None:
+    routes = body_routes(served.port)
+    assert ("POST", "/v1/turns") in routes and ("POST", "/v1/permissions/evaluate") in routes
+    assert len(routes) >= 6, routes
+    key = stack.key(tenant)
+    callers = {
+        "no key": {},
+        "unknown key": {"authorization": f"Bearer {unknown_key()}"},
+        "valid key": {"authorization": f"Bearer {key}"},
+    }
+    forget_address(stack)
+    # Warm up: every kind of answer once, with a small body, so that growth below is the flood's.
+    for auth in ({}, {"authorization": f"Bearer {key}"}):
+        for chunked in (False, True):
+            stream_at(served.port, "POST", "/v1/permissions/evaluate", headers=auth, total=10, chunked=chunked)
+    before = served.rss
+    results = []
+    for method, path in routes:
+        for who, auth in callers.items():
+            for chunked in (False, True):
+                answer = stream_at(served.port, method, path, headers=auth, total=FLOOD_BYTES, chunked=chunked)
+                growth = served.rss - before
+                case = (method, path, who, "chunked" if chunked else "content-length")
+                results.append((case, answer.status, answer.sent, growth))
+                expected = 401 if chunked and who != "valid key" else 413  # a caller unknown is never read
+                assert answer.status == expected, (case, answer, results)
+                assert growth < MAX_GROWTH, f"{case}: the gateway grew by {growth / MiB:.0f} MiB"
+                assert answer.sent < FLOOD_BYTES // 4, (case, answer.sent)
+                error = httpx.Response(200, content=answer.body).json()["error"]
+                assert set(error) == {"code", "message", "details"}
+    print(f"gateway RSS before {before / MiB:.1f} MiB, after {served.rss / MiB:.1f} MiB; cases: {len(results)}")
+
+
+def test_turns_keep_their_larger_cap(stack: RunningStack, served: Served, tenant: str) -> None:
+    key = {"authorization": f"Bearer {stack.key(tenant)}"}
+    cap = served.settings.max_body_bytes
+    small = 64 * 1024  # max_json_body_bytes, by default
+    # Over the JSON cap but under the turns cap: read whole, then refused as JSON (not as too large).
+    answer = stream_at(served.port, "POST", "/v1/turns", headers=key, total=small * 2, chunked=True)
+    assert answer.status == 400, answer
+    answer = stream_at(served.port, "POST", "/v1/turns", headers=key, total=cap + 1, chunked=True)
+    assert answer.status == 413, answer
+    answer = stream_at(served.port, "POST", "/v1/permissions/evaluate", headers=key, total=small + 1, chunked=True)
+    assert answer.status == 413, answer
+
+
+def test_a_slow_body_gets_408(stack: RunningStack, served: Served, tenant: str) -> None:
+    key = {"authorization": f"Bearer {stack.key(tenant)}"}
+    started = time.monotonic()
+    answer = stream_at(
+        served.port, "POST", "/v1/permissions/evaluate", headers=key, total=200, chunked=False, chunk_bytes=10,
+        pause_s=0.5, timeout_s=READ_TIMEOUT_S + 8,
+    )  # fmt: skip
+    assert answer.status == 408, answer
+    assert b"request_timeout" in answer.body
+    assert time.monotonic() - started < READ_TIMEOUT_S + 3
+
+
+def test_slow_headers_get_408_and_idle_connections_are_closed(served: Served) -> None:
+    with socket.create_connection(("127.0.0.1", served.port), timeout=READ_TIMEOUT_S + 5) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n")  # and never the blank line
+        status, body = read_response(sock)
+        assert status == 408 and b"request_timeout" in body
+        assert sock.recv(1) == b"", "the connection is closed"
+    with socket.create_connection(("127.0.0.1", served.port), timeout=READ_TIMEOUT_S + 5) as sock:
+        started = time.monotonic()
+        assert sock.recv(1) == b"", "a connection that sends nothing is closed"
+        assert time.monotonic() - started < READ_TIMEOUT_S + 2
+
+
+# --- the per-address limit, the auth cache, the tenant's limit (in process) -------------------
+
+LIMITED_TENANT = f"t-lim-{uuid.uuid4().hex[:8]}"
+ADDR_BURST = 10
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def limited_app(stack: RunningStack) -> AsyncIterator[FastAPI]:
+    """A gateway with small limits: 10 failed requests per address (one per 20 s after), 16
+    unknown key ids remembered, and LIMITED_TENANT at 1 request/s with bursts of 6."""
+    overrides: dict[str, Any] = {
+        "addr_rate_limit_per_s": 0.05,
+        "auth_cache_s": 60.0,  # the valid key's entry stays fresh through the test
+        "addr_rate_limit_burst": ADDR_BURST,
+        "auth_negative_cache_size": 16,
+        "tenant_rate_limits": (f"{LIMITED_TENANT}=1/6",),
+    }
+    app = create_app(Settings(**{**stack.settings.model_dump(), **overrides}))
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+def client_at(app: FastAPI, address: str, api_key: str | None = None) -> httpx.AsyncClient:
+    """A client of the in-process gateway, connecting from ``address``."""
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    transport = httpx.ASGITransport(app=app, client=(address, 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://gateway", headers=headers)
+
+
+def some_address() -> str:
+    return f"10.{secrets.randbelow(256)}.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
+
+
+def unknown_key() -> str:
+    return f"msk_{secrets.token_hex(8)}_{secrets.token_urlsafe(32)}"
+
+
+async def test_unknown_keys_from_one_address_get_429_and_valid_keys_go_on(
+    stack: RunningStack, limited_app: FastAPI, tenant: str
+) -> None:
+    auth = limited_app.state.gateway.auth
+    key = stack.key(tenant)
+    attacker, user = some_address(), some_address()
+    search = {"user_id": "u", "q": "x"}
+    async with client_at(limited_app, user, key) as client:
+        assert (await client.get("/v1/search", params=search)).status_code == 200
+    misses = auth.misses
+
+    statuses = []
+    async with client_at(limited_app, attacker) as flood:
+        for _ in range(3 * ADDR_BURST):
+            response = await flood.post(
+                "/v1/permissions/evaluate", json={}, headers={"authorization": f"Bearer {unknown_key()}"}
+            )
+            statuses.append(response.status_code)
+        assert set(statuses) == {401, 429}, statuses
+        assert statuses.count(401) <= ADDR_BURST + 1, statuses
+        assert statuses[-ADDR_BURST:] == [429] * ADDR_BURST, statuses
+        limited = response
+        assert int(limited.headers["retry-after"]) >= 1
+        assert limited.json()["error"]["code"] == "address_rate_limited"
+        # Only the lookups the address could pay for reached Postgres.
+        assert auth.misses - misses == statuses.count(401)
+        # No key, a malformed one: the same bucket.
+        assert (await flood.get("/v1/search", params=search)).status_code == 429
+        bad = await flood.get("/v1/search", params=search, headers={"authorization": "Bearer not-a-key"})
+        assert bad.status_code == 429
+
+    async with client_at(limited_app, attacker, key) as same_address:  # a valid key from the same address
+        assert (await same_address.get("/v1/search", params=search)).status_code == 200
+    hits = auth.hits
+
+    # More unknown key ids than the negative cache holds, each from an address of its own:
+    # refused, remembered in the small cache only, and the valid key's entry survives.
+    for _ in range(40):
+        async with client_at(limited_app, some_address(), unknown_key()) as one:
+            assert (await one.get("/v1/search", params=search)).status_code == 401
+    misses = auth.misses
+    async with client_at(limited_app, user, key) as client:
+        assert (await client.get("/v1/search", params=search)).status_code == 200
+    assert auth.misses == misses, "the valid key was answered from the cache"
+    assert auth.hits > hits
+
+
+async def test_a_tenant_limit_covers_all_its_keys(stack: RunningStack, limited_app: FastAPI, tenant: str) -> None:
+    first, second = stack.key(LIMITED_TENANT), stack.key(LIMITED_TENANT)  # each key: 1e6 requests/s
+    address = some_address()
+    responses = []
+    started = time.monotonic()
+    async with client_at(limited_app, address, first) as a, client_at(limited_app, address, second) as b:
+        for i in range(20):
+            client = a if i % 2 == 0 else b
+            responses.append(await client.get("/v1/search", params={"user_id": "u", "q": "x"}))
+    elapsed = time.monotonic() - started
+    ok = [r for r in responses if r.status_code == 200]
+    refused = [r for r in responses if r.status_code == 429]
+    assert len(ok) + len(refused) == 20, [r.status_code for r in responses]
+    assert len(ok) <= 6 + int(elapsed * 1) + 1, (len(ok), elapsed)
+    assert refused, "two keys together cannot exceed the tenant's rate"
+    error = refused[-1].json()["error"]
+    assert error["code"] == "tenant_rate_limited" and "tenant" in error["message"]
+    assert int(refused[-1].headers["retry-after"]) >= 1
+    # Another tenant is not held back by this one.
+    async with client_at(limited_app, address, stack.key(tenant)) as other:
+        assert (await other.get("/v1/search", params={"user_id": "u", "q": "x"})).status_code == 200
+
+
+# --- the Redis pool -------------------------------------------------------------------------
+
+
+async def test_200_concurrent_requests_do_not_exhaust_the_redis_pool(
+    stack: RunningStack, gateway_app: FastAPI, tenant: str
+) -> None:
+    key = stack.key(tenant)
+    who = {"user_id": "u"}
+    transport = httpx.ASGITransport(app=gateway_app, client=(some_address(), 40000))
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://gateway", headers={"authorization": f"Bearer {key}"}, timeout=60
+    ) as client:
+        assert (await client.get("/v1/sessions/s1/buffer", params=who)).status_code == 200  # the key is cached
+        responses = await asyncio.gather(*(client.get(f"/v1/sessions/s{i}/buffer", params=who) for i in range(200)))
+    statuses = [r.status_code for r in responses]
+    assert statuses.count(200) == 200, {s: statuses.count(s) for s in set(statuses)}
