@@ -1,22 +1,34 @@
-"""Who is calling: API keys (tenant, optional agent, scopes), checked on every request,
-with a per-key rate limit. The tenant always comes from the key, never from the body."""
+"""Who is calling: API keys (tenant, optional agent, scopes), checked on every request
+(before its body is read: agents_gateway/limits.py), with rate limits per key, per tenant,
+and per client address for callers without a valid key. The tenant always comes from the
+key, never from the body."""
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import math
+import re
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fastapi import Request
 from psycopg_pool import AsyncConnectionPool
+from starlette.requests import HTTPConnection
 
 from agents_gateway.errors import ApiError
 from memstream.settings import Settings
-from sinks.postgres.api_keys import KeyRecord, lookup_key, split_key
+from schemas.turns import control_problem
+from sinks.postgres.api_keys import KeyRecord, lookup_key
 from sinks.redis.rate_limit import RateLimiter
 
 Scope = str
+#: Lets a key publish turns with role ``system`` (they speak for the operator, not the user).
+SYSTEM_SCOPE = "system"
+#: Where the RequestGuard (agents_gateway/limits.py) leaves the principal it authenticated.
+PRINCIPAL_SCOPE_KEY = "memstream.principal"
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,7 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
 
 
-def presented_key(request: Request) -> str:
+def presented_key(request: HTTPConnection) -> str:
     header = request.headers.get("authorization")
     if header:
         scheme, _, value = header.partition(" ")
@@ -57,66 +69,188 @@ def presented_key(request: Request) -> str:
     raise _unauthorized("an API key is required (Authorization: Bearer <key> or X-API-Key)")
 
 
+#: ``msk_<key id: 16 hex digits>_<secret: URL-safe base64>``: anything else is refused before
+#: it reaches the cache or Postgres.
+KEY_FORMAT = re.compile(r"msk_([0-9a-f]{16})_([A-Za-z0-9_-]{20,128})")
+
+
+def client_address(request: HTTPConnection) -> str:
+    """The address the per-address limit counts: the peer's IP (what uvicorn's proxy-headers
+    handling made of it), an IPv6 peer by its /64 (one host usually holds a whole /64)."""
+    host = request.client.host if request.client is not None else ""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host or "unknown"
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+def _too_many(code: str, message: str, retry_after_s: float) -> ApiError:
+    wait = max(1, math.ceil(retry_after_s))
+    return ApiError(429, code, f"{message}; retry in {wait} s", headers={"Retry-After": str(wait)})
+
+
 class Authenticator:
-    """Resolves keys (cached for ``auth_cache_s``: a revocation takes effect within that) and
-    applies the per-key rate limit."""
+    """Resolves keys and applies the rate limits: the key's, then its tenant's (all its keys
+    together). A caller without a valid key (none, malformed, unknown, wrong secret, revoked)
+    spends a token of its address's bucket, and so does every key lookup that has to go to
+    Postgres for a key id the cache does not hold as valid: an address that keeps failing
+    gets 429 before it reaches Postgres.
+
+    Keys that exist are cached (LRU of ``auth_cache_max_keys``) apart from key ids that do not
+    (LRU of ``auth_negative_cache_size``), so a flood of unknown ids never evicts a valid key.
+    Entries are fresh for ``auth_cache_s``: a revocation takes effect within that."""
 
     def __init__(self, pool: AsyncConnectionPool, limiter: RateLimiter, settings: Settings) -> None:
         self.pool = pool
         self.limiter = limiter
         self.settings = settings
-        self._cache: dict[str, tuple[float, KeyRecord | None]] = {}
+        self._known: OrderedDict[str, tuple[float, KeyRecord]] = OrderedDict()
+        self._unknown: OrderedDict[str, float] = OrderedDict()
+        #: One Postgres lookup per key id at a time; concurrent requests wait for it.
+        self._lookups: dict[str, asyncio.Future[KeyRecord | None]] = {}
         #: Key lookups answered from the cache, and lookups that read Postgres (the cache-hit metric).
         self.hits = 0
         self.misses = 0
 
-    async def _record(self, key_id: str) -> KeyRecord | None:
-        now = time.monotonic()
-        hit = self._cache.get(key_id)
-        if hit is not None and hit[0] > now:
-            self.hits += 1
-            return hit[1]
+    async def _charge_address(self, request: HTTPConnection) -> None:
+        """Spend a token of the caller's address; 429 when it has none left."""
+        rate, burst = self.settings.addr_rate_limit_per_s, self.settings.addr_rate_limit_burst
+        verdict = await self.limiter.take("addr", client_address(request), rate_per_s=rate, burst=burst)
+        if not verdict.allowed:
+            raise _too_many(
+                "address_rate_limited",
+                f"too many requests without a valid API key from this address (limit {rate:g}/s)",
+                verdict.retry_after_s,
+            )
+
+    async def _lookup(self, key_id: str) -> KeyRecord | None:
         self.misses += 1
         async with self.pool.connection() as conn:
             record = await lookup_key(conn, key_id)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[key_id] = (now + self.settings.auth_cache_s, record)
+        until = time.monotonic() + self.settings.auth_cache_s
+        if record is None:
+            self._known.pop(key_id, None)
+            self._unknown[key_id] = until
+            self._unknown.move_to_end(key_id)
+            while len(self._unknown) > self.settings.auth_negative_cache_size:
+                self._unknown.popitem(last=False)
+        else:
+            self._unknown.pop(key_id, None)
+            self._known[key_id] = (until, record)
+            self._known.move_to_end(key_id)
+            while len(self._known) > self.settings.auth_cache_max_keys:
+                self._known.popitem(last=False)
         return record
 
-    async def authenticate(self, request: Request) -> Principal:
-        parts = split_key(presented_key(request))
+    async def _shared_lookup(self, key_id: str) -> KeyRecord | None:
+        pending = self._lookups.get(key_id)
+        if pending is None:
+            pending = asyncio.ensure_future(self._lookup(key_id))
+            self._lookups[key_id] = pending
+
+            def forget(done: asyncio.Future[KeyRecord | None]) -> None:
+                if self._lookups.get(key_id) is done:
+                    del self._lookups[key_id]
+                if not done.cancelled():
+                    done.exception()  # its waiters get it; none left (disconnected) is no error
+
+            pending.add_done_callback(forget)
+        return await asyncio.shield(pending)
+
+    async def authenticate(self, request: HTTPConnection) -> Principal:
+        charged = False
+
+        async def refuse(error: ApiError) -> ApiError:
+            if not charged:
+                await self._charge_address(request)  # 429 instead, once the address's bucket is empty
+            return error
+
+        try:
+            presented = presented_key(request)
+        except ApiError as exc:
+            raise await refuse(exc) from None
+        parts = KEY_FORMAT.fullmatch(presented)
         if parts is None:
-            raise _unauthorized("malformed API key")
-        key_id, secret = parts
-        record = await self._record(key_id)
+            raise await refuse(_unauthorized("malformed API key"))
+        key_id, secret = parts.groups()
+        now = time.monotonic()
+        known = self._known.get(key_id)
+        record: KeyRecord | None
+        if known is not None and known[0] > now:
+            self.hits += 1
+            self._known.move_to_end(key_id)
+            record = known[1]
+        elif known is None and self._unknown.get(key_id, 0.0) > now:
+            self.hits += 1
+            record = None
+        else:
+            # A refresh of a key this caller proved it holds is free; any other lookup is charged.
+            if known is None or not known[1].matches(secret):
+                await self._charge_address(request)
+                charged = True
+            record = await self._shared_lookup(key_id)
         if record is None or not record.matches(secret):
-            raise _unauthorized("unknown API key")
+            raise await refuse(_unauthorized("unknown API key"))
         if record.revoked:
-            raise _unauthorized("this API key has been revoked")
+            raise await refuse(_unauthorized("this API key has been revoked"))
         if record.rate_limit_per_s is not None:  # the key's own limit: a burst of one second's worth
             rate, burst = record.rate_limit_per_s, max(1.0, record.rate_limit_per_s)
         else:
             rate, burst = self.settings.rate_limit_per_s, self.settings.rate_limit_burst
         verdict = await self.limiter.take("key", key_id, rate_per_s=rate, burst=burst)
         if not verdict.allowed:
-            wait = max(1, math.ceil(verdict.retry_after_s))
-            raise ApiError(
-                429, "rate_limited", f"rate limit of {rate:g} requests/s exceeded; retry in {wait} s",
-                headers={"Retry-After": str(wait)},
-            )  # fmt: skip
+            raise _too_many("rate_limited", f"rate limit of {rate:g} requests/s exceeded", verdict.retry_after_s)
+        tenant_rate, tenant_burst = self.settings.tenant_rate(record.tenant_id)
+        verdict = await self.limiter.take("tenant", record.tenant_id, rate_per_s=tenant_rate, burst=tenant_burst)
+        if not verdict.allowed:
+            raise _too_many(
+                "tenant_rate_limited",
+                f"the tenant's rate limit of {tenant_rate:g} requests/s (all its keys together) exceeded",
+                verdict.retry_after_s,
+            )
         return Principal(key_id, record.tenant_id, record.agent_id, frozenset(record.scopes))
 
 
-def scoped(scope: Scope) -> Callable[[Request], Awaitable[Principal]]:
-    """A FastAPI dependency: an authenticated caller holding ``scope``."""
+def check_parameters(request: Request, principal: Principal) -> None:
+    """What every authenticated request must obey, whatever its route declares: no control
+    characters in the path or the query (422 naming the parameter), and a ``tenant_id`` or
+    ``agent_id`` in the query must be the key's own (403), even where a route ignores them."""
+    for name, value in (*request.path_params.items(), *request.query_params.multi_items()):
+        if isinstance(value, str) and (problem := control_problem(name, value)):
+            raise ApiError(
+                422, "invalid_request", problem,
+                details=[{"loc": ["query", name], "msg": problem, "type": "control_character"}],
+            )  # fmt: skip
+    for claimed in request.query_params.getlist("tenant_id"):
+        principal.check_tenant(claimed)
+    for claimed in request.query_params.getlist("agent_id"):
+        principal.check_agent(claimed)
+
+
+def scoped(scope: Scope, *, tenant_wide: bool = False) -> Callable[[Request], Awaitable[Principal]]:
+    """A FastAPI dependency: an authenticated caller holding ``scope``. ``tenant_wide``
+    operations (erasing a user, the tenant's policies and rules, allow-once grants) also need
+    a key that is not bound to an agent: an agent's key acts for that agent only."""
 
     async def dependency(request: Request) -> Principal:
-        principal = await request.app.state.gateway.auth.authenticate(request)
+        # Authenticated by the RequestGuard before the body was read (agents_gateway/limits.py).
+        principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
+        if principal is None:
+            principal = await request.app.state.gateway.auth.authenticate(request)
         if scope not in principal.scopes:
             raise ApiError(403, "missing_scope", f"this key lacks the '{scope}' scope")
+        if tenant_wide and principal.agent_id is not None:
+            raise ApiError(
+                403, "tenant_key_required",
+                f"this changes the whole tenant: use a key that is not bound to an agent (this one acts for "
+                f"agent {principal.agent_id})",
+            )  # fmt: skip
+        check_parameters(request, principal)
         request.state.principal = principal
         return principal  # type: ignore[no-any-return]
 
-    dependency.__name__ = f"require_{scope}"
+    dependency.__name__ = f"require_{scope}" + ("_tenant_wide" if tenant_wide else "")
     return dependency

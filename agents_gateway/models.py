@@ -4,19 +4,49 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
 
-from schemas.turns import IDENTIFIER_RULE, Role, ToolStatus
+from schemas.turns import IDENTIFIER_RULE, Role, ToolStatus, control_problem
 
 Identifier = StrictStr
 
 
-class TurnIn(BaseModel):
-    """One conversation turn (or tool call/outcome) an agent reports."""
+def _refuse_control(name: str, value: Any, *, one_line: bool) -> None:
+    """Raise if any string in ``value`` (nested lists and dicts, keys too) holds a control character."""
+    if isinstance(value, str):
+        if problem := control_problem(name, value, one_line=one_line):
+            raise ValueError(problem)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_control(f"{name} key", key, one_line=True)
+            _refuse_control(name, item, one_line=one_line)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _refuse_control(name, item, one_line=one_line)
+
+
+class RequestModel(BaseModel):
+    """A request body: unknown fields refused, no coercion, and no control characters in any
+    string (the same rule as the turn contract, ``schemas/turns.py``), so nothing is accepted
+    that cannot be stored. Fields in ``one_line`` refuse tabs and line breaks too."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    one_line: ClassVar[frozenset[str]] = frozenset()
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_characters(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name or "field"
+        _refuse_control(name, value, one_line=name in cls.one_line)
+        return value
+
+
+class TurnIn(RequestModel):
+    """One conversation turn (or tool call/outcome) an agent reports."""
+
+    one_line = frozenset({"tags", "tool_name"})
 
     event_id: uuid.UUID | None = Field(
         default=None,
@@ -71,9 +101,7 @@ class TurnIn(BaseModel):
         return value
 
 
-class TurnBatchIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class TurnBatchIn(RequestModel):
     turns: list[TurnIn] = Field(min_length=1)
 
 
@@ -108,6 +136,7 @@ class RollingSummaryOut(BaseModel):
 
 class BufferOut(BaseModel):
     tenant_id: str
+    user_id: str
     session_id: str
     summary: RollingSummaryOut | None = Field(description="The rolling summary of older turns.")
     pending: list[BufferedTurn] = Field(description="Turns beyond the window, not yet folded in.")
@@ -200,8 +229,8 @@ class ReadyOut(BaseModel):
     checks: dict[str, CheckOut]
 
 
-class EvaluateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class EvaluateIn(RequestModel):
+    one_line = frozenset({"tool"})
 
     session_id: Identifier
     project_id: Identifier | None = None
@@ -211,7 +240,7 @@ class EvaluateIn(BaseModel):
 
 class EvaluateOut(BaseModel):
     decision: Literal["ALLOW", "BLOCK", "PENDING"]
-    tier: Literal["preapproved", "allow_once", "project", "global", "none"]
+    tier: Literal["preapproved", "allow_once", "project", "global", "none", "budget_exceeded"]
     reason: str
     rule_id: uuid.UUID | None = None
     grant_id: uuid.UUID | None = None
@@ -226,8 +255,8 @@ class AllowOnceOut(BaseModel):
     expires_in_s: int
 
 
-class RuleIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+class RuleIn(RequestModel):
+    one_line = frozenset({"tool"})
 
     project_id: Identifier | None = Field(default=None, description="Omit for a global (tier 3) rule.")
     tool: StrictStr = Field(min_length=1, max_length=128)
@@ -252,9 +281,7 @@ class RulesOut(BaseModel):
     rules: list[RuleOut]
 
 
-class PrivacyPolicyIO(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class PrivacyPolicyIO(RequestModel):
     redact_email: bool = False
     redact_phone: bool = False
 
@@ -266,6 +293,12 @@ class ErasureOut(BaseModel):
     events: int
     sessions: int
     buffers: int
+
+
+class ConsentOut(BaseModel):
+    consent_id: uuid.UUID
+    consented_at: datetime = Field(description="Turns of the user dated after this are stored again.")
+    after_erasure: bool = Field(description="Whether the user had been erased (otherwise nothing changes).")
 
 
 class FactOut(BaseModel):
@@ -327,10 +360,10 @@ class SkillsOut(BaseModel):
     skills: list[SkillOut]
 
 
-class ToolEventIn(BaseModel):
+class ToolEventIn(RequestModel):
     """The outcome of a tool call or of a whole skill (e.g. a deploy), for procedural memory."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    one_line = frozenset({"skill", "tool_name", "steps"})
 
     event_id: uuid.UUID | None = None
     agent_id: Identifier | None = None
@@ -356,10 +389,8 @@ class ToolEventIn(BaseModel):
         return TurnIn._time_from_json(value)
 
 
-class RetentionIO(BaseModel):
+class RetentionIO(RequestModel):
     """The tenant's retention policy; null switches a rule off."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     compact_after_days: int | None = Field(default=None, ge=1)
     min_importance: float | None = Field(default=None, ge=0, le=1)
@@ -375,10 +406,8 @@ class ForgetPreviewOut(BaseModel):
     would_forget: list[uuid.UUID]
 
 
-class TextSearchIn(BaseModel):
+class TextSearchIn(RequestModel):
     """The tenant's full-text language; null falls back to the deployment's default."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     config: str | None = Field(default=None, max_length=63, examples=["german"])
 
@@ -393,10 +422,8 @@ class TextSearchOut(BaseModel):
     reindexed: dict[str, int] = Field(default_factory=dict)
 
 
-class RankingIO(BaseModel):
+class RankingIO(RequestModel):
     """Per-tenant ranking; null falls back to the deployment's default."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     vector_weight: float | None = Field(default=None, ge=0, le=10)
     text_weight: float | None = Field(default=None, ge=0, le=10)

@@ -61,7 +61,7 @@ from memstream.tokens import TokenCounter
 from schemas.turns import Role, Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.event_log import append_events
-from sinks.redis.buffer import session_buffers, to_entry
+from sinks.redis.buffer import SessionRef, session_buffers, to_entry
 
 USER = "bench-user"
 AGENT = "bench-agent"
@@ -169,7 +169,7 @@ async def fill_buffer(settings: Settings, writers: Writers, turns: Sequence[Turn
     try:
         counts = writers.tokens.count_many([t.content for t in turns])
         await session_buffers(client, settings).append(
-            {turns[0].session_key: [to_entry(t, n) for t, n in zip(turns, counts, strict=True)]}
+            {SessionRef.of(turns[0]): [to_entry(t, n) for t, n in zip(turns, counts, strict=True)]}
         )
     finally:
         await client.aclose()

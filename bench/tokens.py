@@ -124,7 +124,7 @@ def settle(client: httpx.Client, *, session_id: str, event_id: str, settle_s: fl
     started = time.monotonic()
     deadline = started + cap_s
     while time.monotonic() < deadline:
-        buffer = _get(client, f"/v1/sessions/{session_id}/buffer")
+        buffer = _get(client, f"/v1/sessions/{session_id}/buffer", user_id=USER)
         if not buffer["pending"] and any(t["event_id"] == event_id for t in buffer["turns"]):
             break
         time.sleep(POLL_S)

@@ -41,6 +41,7 @@ def _gateway(_: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from agents_gateway.app import create_app
+    from agents_gateway.limits import server_options
 
     uvicorn.run(
         create_app(settings),
@@ -48,6 +49,7 @@ def _gateway(_: argparse.Namespace, settings: Settings) -> int:
         port=settings.gateway_port,
         log_level=settings.log_level.lower(),
         access_log=False,
+        **server_options(settings),  # header size and read timeout, keep-alive, concurrency cap
     )
     return 0
 

@@ -125,7 +125,7 @@ def play(client: httpx.Client, *, k: int = 5, timeout_s: float = 60.0) -> int:
             break
         time.sleep(0.5)
 
-    buffer = client.get(f"/v1/sessions/{session_1}/buffer").json()
+    buffer = client.get(f"/v1/sessions/{session_1}/buffer", params={"user_id": user}).json()
     _say(f"\n== session 1 buffer: {len(buffer['turns'])} turns, {buffer['total_tokens']} tokens ==")
     for t in buffer["turns"]:
         _say(f"  [{t['role']:<9}] {t['content'].splitlines()[0]}")

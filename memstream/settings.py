@@ -143,9 +143,42 @@ class Settings(BaseSettings):
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")
     rate_limit_burst: float = Field(default=100.0, gt=0)
+    # --- gateway limits (agents_gateway/limits.py; README "The gateway", "Limits") ------------
+    max_json_body_bytes: int = Field(
+        default=64 * 1024, ge=1024, description="Body cap of every endpoint but /v1/turns (max_body_bytes)."
+    )
+    body_read_timeout_s: float = Field(default=30.0, gt=0, description="A request's whole body must arrive within.")
+    header_read_timeout_s: float = Field(
+        default=10.0, gt=0, description="A request's headers must arrive within (from connection or previous response)."
+    )
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="Request line + headers, at most.")
+    keep_alive_timeout_s: int = Field(default=5, ge=1, description="An idle keep-alive connection is closed after.")
+    gateway_max_concurrency: int = Field(
+        default=1000, ge=1, description="Connections + requests in flight per gateway process; beyond, 503."
+    )
+    addr_rate_limit_per_s: float = Field(
+        default=10.0, gt=0, description="Requests/s per client address without a valid key (none, bad, unknown)."
+    )
+    addr_rate_limit_burst: float = Field(default=100.0, gt=0)
+    tenant_rate_limit_per_s: float = Field(default=500.0, gt=0, description="Requests/s per tenant, all keys together.")
+    tenant_rate_limit_burst: float = Field(default=1000.0, gt=0)
+    tenant_rate_limits: tuple[str, ...] = Field(
+        default=(), description='Per-tenant overrides, "tenant=rate" or "tenant=rate/burst" (JSON list in the env).'
+    )
+    auth_cache_max_keys: int = Field(default=10_000, ge=1, description="Valid keys kept in the auth cache (LRU).")
+    auth_negative_cache_size: int = Field(default=1024, ge=1, description="Unknown key ids remembered (LRU).")
+    redis_max_connections: int = Field(default=128, ge=1, description="Redis connections per process (a pool).")
+    redis_pool_timeout_s: float = Field(default=5.0, gt=0, description="Wait for a free Redis connection, at most.")
     #: Tools that only read memory: pre-approved by the permission engine.
     preapproved_tools: tuple[str, ...] = ("memory.search", "memory.context", "memory.buffer")
     allow_once_ttl_s: int = Field(default=300, ge=1)
+    permission_max_rules_per_tool: int = Field(
+        default=50, ge=1, description="Permission rules per tool in one scope (the global rules, or one project's)."
+    )
+    permission_max_rules_per_tenant: int = Field(default=1000, ge=1, description="Permission rules per tenant.")
+    permission_eval_budget_s: float = Field(
+        default=0.25, gt=0, description="Time one evaluation may spend matching rules; beyond it, BLOCK."
+    )
 
     log_level: str = "INFO"
 
@@ -153,6 +186,21 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_data_dir(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("tenant_rate_limits")
+    @classmethod
+    def _tenant_rate_limits(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parse_tenant_rate(entry)
+        return value
+
+    def tenant_rate(self, tenant_id: str) -> tuple[float, float]:
+        """(requests/s, burst) of a tenant: its override in ``tenant_rate_limits``, else the default."""
+        for entry in self.tenant_rate_limits:
+            tenant, rate, burst = parse_tenant_rate(entry)
+            if tenant == tenant_id:
+                return rate, burst
+        return self.tenant_rate_limit_per_s, self.tenant_rate_limit_burst
 
     @property
     def owner_database_url(self) -> SecretStr | None:
@@ -171,6 +219,20 @@ class Settings(BaseSettings):
 
     def require_kafka(self) -> str:
         return _required(self.kafka_bootstrap_servers, "Kafka", "MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS")
+
+
+def parse_tenant_rate(entry: str) -> tuple[str, float, float]:
+    """``tenant=rate`` (burst: twice the rate) or ``tenant=rate/burst`` -> (tenant, rate, burst)."""
+    tenant, sep, spec = entry.partition("=")
+    rate_text, _, burst_text = spec.partition("/")
+    try:
+        rate = float(rate_text)
+        burst = float(burst_text) if burst_text else 2 * rate
+    except ValueError:
+        rate = burst = 0.0
+    if not sep or not tenant.strip() or not rate > 0 or not burst >= 1:
+        raise ValueError(f"tenant rate limit {entry!r}: expected 'tenant=rate' or 'tenant=rate/burst' (rate > 0)")
+    return tenant.strip(), rate, burst
 
 
 def _required(value: SecretStr | str | None, what: str, variable: str) -> str:

@@ -11,21 +11,41 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool", "system"]
 ToolStatus = Literal["success", "failure", "pending"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
 
-#: Identifiers (tenant, agent, user, project, session): no spaces, no braces (they would
-#: break Redis hash tags), at most 128 characters.
+#: Identifiers (agent, user, project, session): no spaces, no braces, no control
+#: characters, at most 128 characters. (Redis keys escape every part anyway:
+#: ``sinks/redis/keys.py``.)
 IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/+\-]{0,127}")
 IDENTIFIER_RULE = "1-128 characters of A-Z a-z 0-9 _ . : @ / + -, starting with a letter or digit"
+#: Tenant ids are narrower: lower case, so that two spellings never name two tenants, and
+#: no separator characters at all.
+TENANT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+TENANT_ID_RULE = "1-64 characters of a-z 0-9 _ -, starting with a letter or digit"
 MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_METADATA_ENTRIES = 64
+MAX_METADATA_KEY_CHARS = 128
 MAX_METADATA_VALUE_CHARS = 4096
+MAX_TOOL_NAME_CHARS = 128
+
+#: Control characters: C0 (but tab, line feed and carriage return), DEL and C1. Postgres
+#: cannot store NUL in text, and the others have no business in memory (terminal escapes,
+#: the unit separator some keys use). Text fields refuse them; one-line fields (tags,
+#: tool names, metadata keys) refuse tab and line breaks too.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+#: Event times are the client's, within bounds: not before 2000, and not more than this far
+#: ahead of the clock of whoever checks (the gateway; the worker allows twice as much for
+#: clock skew between machines). A turn dated far ahead would stay the newest forever.
+EARLIEST_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_FUTURE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +70,6 @@ class Turn:
     topic: str = ""
     partition: int = -1
     offset: int = -1
-
-    @property
-    def session_key(self) -> tuple[str, str]:
-        return (self.tenant_id, self.session_id)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], *, schema_id: int, topic: str, partition: int, offset: int) -> Turn:
@@ -85,10 +101,29 @@ def turn_key(tenant_id: str, session_id: str) -> bytes:
     return f"{tenant_id}\x1f{session_id}".encode()
 
 
-def problems(record: Mapping[str, Any], *, max_content_chars: int) -> list[str]:
-    """Every rule the record breaks (empty when it is acceptable)."""
+def control_problem(name: str, value: str, *, one_line: bool = False) -> str | None:
+    """Why ``value`` may not be stored, if it holds a control character (None if it is clean)."""
+    match = (CONTROL_OR_BREAK if one_line else CONTROL).search(value)
+    if match is None:
+        return None
+    what = "control characters or line breaks" if one_line else "control characters (other than tab and newline)"
+    return f"{name} must not contain {what}: found U+{ord(match.group()):04X}"
+
+
+def problems(
+    record: Mapping[str, Any],
+    *,
+    max_content_chars: int,
+    now: datetime | None = None,
+    max_future: timedelta = MAX_FUTURE,
+) -> list[str]:
+    """Every rule the record breaks (empty when it is acceptable). ``now`` bounds the event
+    time from above (``max_future`` ahead of it); without it only the lower bound applies."""
     found: list[str] = []
-    for name in ("tenant_id", "agent_id", "user_id", "session_id"):
+    tenant = record.get("tenant_id")
+    if not isinstance(tenant, str) or not TENANT_ID.fullmatch(tenant):
+        found.append(f"tenant_id must be {TENANT_ID_RULE}")
+    for name in ("agent_id", "user_id", "session_id"):
         value = record.get(name)
         if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
             found.append(f"{name} must be {IDENTIFIER_RULE}")
@@ -100,14 +135,36 @@ def problems(record: Mapping[str, Any], *, max_content_chars: int) -> list[str]:
         found.append("content must be a non-empty string")
     elif len(content) > max_content_chars:
         found.append(f"content is {len(content)} characters; the limit is {max_content_chars}")
-    elif "\x00" in content:
-        found.append("content must not contain NUL characters")
+    elif problem := control_problem("content", content):
+        found.append(problem)
     if record.get("role") not in ROLES:
         found.append(f"role must be one of {', '.join(ROLES)}")
+    when = record.get("event_time")
+    if isinstance(when, datetime):
+        if when.tzinfo is None or when < EARLIEST_EVENT_TIME:
+            found.append(f"event_time must be a time with a timezone, from {EARLIEST_EVENT_TIME:%Y-%m-%d} on")
+        elif now is not None and when > now + max_future:
+            found.append(f"event_time may be at most {max_future.total_seconds() / 60:g} minutes in the future")
+    tool_name = record.get("tool_name")
+    if tool_name is not None:
+        if not isinstance(tool_name, str) or not tool_name.strip() or len(tool_name) > MAX_TOOL_NAME_CHARS:
+            found.append(f"tool_name must be null or 1-{MAX_TOOL_NAME_CHARS} characters")
+        elif problem := control_problem("tool_name", tool_name, one_line=True):
+            found.append(problem)
     tags = record.get("tags") or []
     if len(tags) > MAX_TAGS or any(not t or len(t) > MAX_TAG_CHARS for t in tags):
         found.append(f"at most {MAX_TAGS} tags of 1-{MAX_TAG_CHARS} characters")
+    found.extend(p for t in tags if (p := control_problem("a tag", t, one_line=True)))
     metadata = record.get("metadata") or {}
-    if len(metadata) > MAX_METADATA_ENTRIES or any(len(v) > MAX_METADATA_VALUE_CHARS for v in metadata.values()):
-        found.append(f"at most {MAX_METADATA_ENTRIES} metadata entries of up to {MAX_METADATA_VALUE_CHARS} characters")
+    if (
+        len(metadata) > MAX_METADATA_ENTRIES
+        or any(not k or len(k) > MAX_METADATA_KEY_CHARS for k in metadata)
+        or any(len(v) > MAX_METADATA_VALUE_CHARS for v in metadata.values())
+    ):
+        found.append(
+            f"at most {MAX_METADATA_ENTRIES} metadata entries, keys of 1-{MAX_METADATA_KEY_CHARS} characters,"
+            f" values of up to {MAX_METADATA_VALUE_CHARS}"
+        )
+    found.extend(p for k in metadata if (p := control_problem("a metadata key", k, one_line=True)))
+    found.extend(p for v in metadata.values() if (p := control_problem("a metadata value", v)))
     return found

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import faust
 
+from memstream.privacy import identifier_problems
 from schemas.codec import HEADER_SIZE, AvroCodec
 from schemas.errors import DecodeError
-from schemas.turns import Turn, problems
+from schemas.turns import MAX_FUTURE, Turn, problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,7 @@ def decode_events(
     """Split a batch into acceptable turns and rejects with their reasons."""
     good: list[Decoded] = []
     bad: list[Rejected] = []
+    now = datetime.now(UTC)
     for event in events:
         message = event.message
         raw = message.value
@@ -42,7 +45,10 @@ def decode_events(
         except DecodeError as exc:
             bad.append(Rejected(event, exc.reason, "DecodeError"))
             continue
-        found = problems(record, max_content_chars=max_content_chars)
+        # Twice the gateway's allowance for a future event time: the clocks of two machines.
+        found = problems(record, max_content_chars=max_content_chars, now=now, max_future=2 * MAX_FUTURE)
+        # An identifier carrying a secret is refused, as at the gateway (ids are never rewritten).
+        found += [message for _, message in identifier_problems(record)]
         if found:
             bad.append(Rejected(event, "; ".join(found), "ValidationError"))
             continue

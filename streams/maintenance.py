@@ -89,14 +89,18 @@ class Maintainer:
                 conn, older_than=older_than, min_episodes=self.settings.compact_min_episodes, limit=100
             )
         done = []
-        for user_id, day in candidates:
+        for user_id, day, visibility in candidates:
             async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
-                episodes = await episodes_of_day(conn, user_id, day, cap=self.settings.summary_fold_max_turns)
+                episodes = await episodes_of_day(
+                    conn, user_id, day, cap=self.settings.summary_fold_max_turns, visibility=visibility
+                )
             if not episodes.episodes:
                 continue
             entry: dict[str, Any] = {
                 "user_id": user_id,
                 "day": day.isoformat(),
+                "agent_id": visibility.agent_id,
+                "shared": visibility.shared,
                 "episodes": len(episodes.episodes),
             }
             if not dry_run:
@@ -105,18 +109,20 @@ class Maintainer:
         return done
 
     async def compact_day(self, tenant_id: str, day: DayOfEpisodes) -> uuid.UUID:
-        """Summarise one user's day of episodes into a ``summary`` memory and archive them."""
+        """Summarise one user's day of episodes (of one agent and visibility) into a ``summary``
+        memory that agent sees exactly as it saw the originals, and archive them."""
         turns = [SummaryTurn(e["role"], e["content"], e["created_at"]) for e in day.episodes]
         summary = await self.summarizer.summarize(None, turns, max_tokens=self.settings.summary_max_tokens)
         first = day.episodes[0]
         summary_id = summary_event_id(tenant_id, day.user_id, day.day, first["event_id"])
         end = datetime(day.day.year, day.day.month, day.day.day, tzinfo=UTC) + timedelta(days=1, microseconds=-1)
         text = f"Summary of {day.day.isoformat()} ({len(turns)} turns): {summary.text}"
+        agent = day.visibility.agent_id if day.visibility else MAINTENANCE_AGENT
         turn = Turn(
-            event_id=summary_id, tenant_id=tenant_id, agent_id=MAINTENANCE_AGENT, user_id=day.user_id,
+            event_id=summary_id, tenant_id=tenant_id, agent_id=agent, user_id=day.user_id,
             project_id=None, session_id=f"maintenance:{day.day.isoformat()}", role="system", content=text,
             event_time=end, tags=("summary",), metadata={"compacted_from": str(len(turns)), "day": day.day.isoformat()},
-            shared=all(e["shared"] for e in day.episodes),
+            shared=day.visibility.shared if day.visibility else all(e["shared"] for e in day.episodes),
         )  # fmt: skip
         vector = (await self.embedder.embed([text]))[0]
         episode = Episode(
@@ -127,7 +133,7 @@ class Maintainer:
             await upsert_episodes(conn, [episode], model=self.embedder.model_name)
             await record_compaction(
                 conn, tenant_id=tenant_id, day=day, summary_id=summary_id, summarizer=summary.summarizer,
-                agent_id=MAINTENANCE_AGENT, log_event=self.log_compactions,
+                agent_id=agent, log_event=self.log_compactions,
             )  # fmt: skip
         log.info("compacted %d episodes of %s/%s into %s", len(turns), day.user_id, day.day, summary_id)
         return summary_id

@@ -22,6 +22,7 @@ from sinks.postgres.migrate import check_schema, check_text_search_config
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import session_buffers
+from sinks.redis.client import redis_client
 from streams.metrics import WorkerMetrics, serve_metrics
 from streams.retry import Backoff, retry_until_done
 from streams.topics import ensure_topics
@@ -40,9 +41,10 @@ class PipelineResources(Service):
             initial_s=settings.retry_initial_s, max_s=settings.retry_max_s, on_retry=self.metrics.count_retry
         )
         self.pool: AsyncConnectionPool = self._create_pool()
-        self.redis: aioredis.Redis = aioredis.from_url(
-            settings.require_redis_url(), socket_timeout=10, socket_connect_timeout=5
-        )
+        self.redis: aioredis.Redis = redis_client(
+            settings.require_redis_url(), max_connections=settings.redis_max_connections,
+            pool_timeout_s=settings.redis_pool_timeout_s, socket_timeout_s=10, connect_timeout_s=5,
+        )  # fmt: skip
         self.buffers = session_buffers(self.redis, settings)
         self.tokens = TokenCounter()
         self.policies = PolicyCache(self.pool)

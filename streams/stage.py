@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import faust
 
-from memstream.privacy import PrivacyPolicy, redact, redact_mapping
+from memstream.privacy import PrivacyPolicy, redact_turn
 from memstream.tokens import TokenCounter
 from schemas.codec import AvroCodec
 from sinks.postgres.tenant_settings import PolicyCache
@@ -94,8 +94,10 @@ async def write_isolating(stage: SinkStage, batch: Sequence[Decoded], ctx: Stage
 
 
 async def redact_batch(batch: Sequence[Decoded], ctx: StageContext) -> list[Decoded]:
-    """The privacy filter, with each tenant's policy (the gateway ran it too, but agents may
-    produce to Kafka directly). Turns with nothing to redact are kept as they are."""
+    """The privacy filter on every free-text field (content, tool name, tags, metadata keys
+    and values), with each tenant's policy (the gateway ran it too, but agents may produce to
+    Kafka directly; a turn whose identifier carries a secret was dead-lettered by
+    ``decode_events``). Turns with nothing to redact are kept as they are."""
     policies = {}
     for tenant in {d.turn.tenant_id for d in batch}:
 
@@ -106,11 +108,18 @@ async def redact_batch(batch: Sequence[Decoded], ctx: StageContext) -> list[Deco
     out: list[Decoded] = []
     for item in batch:
         turn = item.turn
-        content, in_content = redact(turn.content, policies[turn.tenant_id])
-        metadata, in_metadata = redact_mapping(turn.metadata, policies[turn.tenant_id])
-        if in_content or in_metadata:
-            ctx.metrics.count_redactions(in_content + in_metadata, stage="worker")
-            item = replace(item, turn=replace(turn, content=content, metadata=metadata))
+        text, found = redact_turn(
+            turn.content, tool_name=turn.tool_name, tags=turn.tags, metadata=turn.metadata,
+            policy=policies[turn.tenant_id],
+        )  # fmt: skip
+        if found:
+            ctx.metrics.count_redactions(found, stage="worker")
+            item = replace(
+                item,
+                turn=replace(
+                    turn, content=text.content, tool_name=text.tool_name, tags=text.tags, metadata=text.metadata
+                ),
+            )
         out.append(item)
     return out
 

@@ -12,13 +12,14 @@ from uuid import UUID
 import psycopg
 
 from agents_gateway.models import ContextOut, ContextSectionOut, DecompositionOut, ScoreParts, SearchHit
-from agents_gateway.retrieval.context import pack
+from agents_gateway.retrieval.context import item, pack
 from agents_gateway.retrieval.decomposition import Decomposition, Method, decompose
 from agents_gateway.retrieval.ranking import RankingOptions
 from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
 from agents_gateway.state import GatewayState
 from sinks.postgres.fact_queries import FactRow, facts_as_of
 from sinks.postgres.retrieval import EPISODE_TYPES, Filters
+from sinks.redis.buffer import SessionRef
 
 CONTEXT_RELEVANT = 12
 
@@ -129,7 +130,10 @@ def _fact_lines(facts: Sequence[FactRow]) -> list[tuple[str, list[UUID]]]:
     for fact in sorted(facts, key=lambda f: (-f.importance, f.scope, f.entity)):
         groups.setdefault((_where(fact.scope, fact.project_id), fact.summary), []).append(fact)
     return [
-        (f"- [{where}] {', '.join(dict.fromkeys(f.entity for f in group))}: {summary}", [f.fact_id for f in group])
+        (
+            item(f"- [{where}] {', '.join(dict.fromkeys(f.entity for f in group))}: {summary}"),
+            [f.fact_id for f in group],
+        )
         for (where, summary), group in groups.items()
     ]
 
@@ -148,7 +152,7 @@ async def build_context(
     method: Method,
 ) -> ContextOut:
     facts = _fact_lines(await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id))
-    view = await state.buffers.view(tenant_id, session_id)
+    view = await state.buffers.view(SessionRef(tenant_id, user_id, session_id))
     raw_recent = [t for t in (*view.pending, *view.window) if agent_id is None or t.get("shared")
                   or t.get("agent_id") == agent_id]  # fmt: skip
     recent_ids = {str(t["event_id"]) for t in raw_recent}
@@ -167,9 +171,9 @@ async def build_context(
         f"# Memory for {user_id} ({where})",
         {
             "facts": [line for line, _ in facts],
-            "summary": [summary] if summary else [],
-            "recent": [f"{t['role']}: {t['content']}" for t in reversed(raw_recent)],
-            "relevant": [f"- [{h.candidate.created_at:%Y-%m-%d}, {h.candidate.memory_type}] {h.candidate.content}"
+            "summary": [item(f"- {summary}")] if summary else [],
+            "recent": [item(f"{t['role']}: {t['content']}") for t in reversed(raw_recent)],
+            "relevant": [item(f"- [{h.candidate.created_at:%Y-%m-%d}, {h.candidate.memory_type}] {h.candidate.content}")
                          for h in hits],
         },
         budget=budget,

@@ -26,6 +26,7 @@ from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.routes.turns import publish_records
 from agents_gateway.state import GatewayState
 from memstream.extraction.types import normalise_entity
+from memstream.privacy import identifier_problems
 from schemas.turns import problems
 from sinks.postgres.fact_queries import entity_history, facts_as_of
 from sinks.postgres.graph import MAX_DEPTH, neighbors
@@ -87,17 +88,22 @@ async def get_neighbors(
     )  # fmt: skip
 
 
-@router.get("/v1/skills/best", response_model=SkillsOut, summary="Skills for a task, by similarity and success")
+@router.get(
+    "/v1/skills/best", response_model=SkillsOut, summary="A user's skills for a task, by similarity and success"
+)
 async def get_best_skills(
     request: Request,
     principal: Annotated[Principal, Depends(scoped("read"))],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
     task: Annotated[str, Query(min_length=1, max_length=500)],
     k: Annotated[int, Query(ge=1, le=50)] = 5,
 ) -> SkillsOut:
+    """Counts, steps and feedback come from the outcomes this key may see (an agent's key: its
+    own and shared ones)."""
     state: GatewayState = request.app.state.gateway
     embedding = (await state.embedder.embed([task]))[0]
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
-        found = await best_skills(conn, embedding, model=state.embedder.model_name, limit=k)
+        found = await best_skills(conn, embedding, user_id=user_id, model=state.embedder.model_name, limit=k)
     return SkillsOut(task=task, skills=[SkillOut(**s.__dict__) for s in found])
 
 
@@ -121,9 +127,14 @@ async def post_tool_event(
         "tool_name": body.tool_name or body.skill, "tool_status": body.status, "tags": ["tool-outcome"],
         "metadata": {k: v for k, v in metadata.items() if v}, "shared": body.shared,
     }  # fmt: skip
-    found = problems(record, max_content_chars=state.settings.max_content_chars)
+    found = problems(record, max_content_chars=state.settings.max_content_chars, now=datetime.now(UTC))
     if found:
         raise ApiError(422, "invalid_request", "; ".join(found))
+    if refused := identifier_problems(record):  # ids are refused, never rewritten
+        raise ApiError(
+            422, "invalid_request", "; ".join(message for _, message in refused),
+            details=[{"loc": ["body", f], "msg": m, "type": "secret_in_identifier"} for f, m in refused],
+        )  # fmt: skip
     await publish_records(state, principal, [record])
     return TurnsAccepted(accepted=1, event_ids=[event_id])
 

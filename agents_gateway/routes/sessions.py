@@ -1,4 +1,4 @@
-"""``GET /v1/sessions/{session_id}/buffer``: a session's recent turns from Redis."""
+"""``GET /v1/sessions/{session_id}/buffer?user_id=``: a user's recent turns in a session, from Redis."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import BufferedTurn, BufferOut, RollingSummaryOut
 from agents_gateway.state import GatewayState
 from schemas.turns import IDENTIFIER
+from sinks.redis.buffer import SessionRef
 
 router = APIRouter(tags=["sessions"])
 ID_PATTERN = f"^{IDENTIFIER.pattern}$"
@@ -21,17 +22,18 @@ ID_PATTERN = f"^{IDENTIFIER.pattern}$"
     "/v1/sessions/{session_id}/buffer",
     response_model=BufferOut,
     responses=AUTH_ERRORS,
-    summary="The session's recent turns, oldest first",
+    summary="A user's recent turns in the session, oldest first",
 )
 async def get_buffer(
     request: Request,
     principal: Annotated[Principal, Depends(scoped("read"))],
     session_id: Annotated[str, Path(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN, description="Whose turns: a buffer is per user and session")],
     tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
 ) -> BufferOut:
     state: GatewayState = request.app.state.gateway
     tenant = principal.check_tenant(tenant_id)
-    view = await state.buffers.view(tenant, session_id)
+    view = await state.buffers.view(SessionRef(tenant, user_id, session_id))
 
     def visible(raw: list[dict[str, object]]) -> list[BufferedTurn]:
         turns = [BufferedTurn.model_validate(t) for t in raw]
@@ -48,6 +50,6 @@ async def get_buffer(
             turns=s.turns, calls=s.calls, input_tokens=s.input_tokens, output_tokens=s.output_tokens,
         )  # fmt: skip
     return BufferOut(
-        tenant_id=tenant, session_id=session_id, summary=summary, pending=visible(view.pending),
+        tenant_id=tenant, user_id=user_id, session_id=session_id, summary=summary, pending=visible(view.pending),
         turns=window, total_tokens=sum(t.tokens for t in window),
     )  # fmt: skip

@@ -38,7 +38,7 @@ async def read_privacy(request: Request, principal: Annotated[Principal, Depends
 
 @router.put("/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="Redact e-mail and/or phone numbers")
 async def write_privacy(
-    request: Request, body: PrivacyPolicyIO, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, body: PrivacyPolicyIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> PrivacyPolicyIO:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
@@ -61,7 +61,7 @@ async def read_retention(request: Request, principal: Annotated[Principal, Depen
 
 @router.put("/v1/tenant/retention", response_model=RetentionIO, summary="Set compaction, decay and retention")
 async def write_retention(
-    request: Request, body: RetentionIO, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, body: RetentionIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> RetentionIO:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
@@ -79,7 +79,7 @@ async def write_retention(
     summary="Dry run: what the retention policy would forget now",
 )
 async def preview_forgetting(
-    request: Request, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> ForgetPreviewOut:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
@@ -101,7 +101,7 @@ async def read_ranking(request: Request, principal: Annotated[Principal, Depends
 
 @router.put("/v1/tenant/ranking", response_model=RankingIO, summary="Set the RRF weights and decay half-life")
 async def write_ranking(
-    request: Request, body: RankingIO, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, body: RankingIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> RankingIO:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
@@ -128,7 +128,7 @@ async def read_text_search(request: Request, principal: Annotated[Principal, Dep
     summary="Set the full-text language; the tenant's memories are re-indexed in it",
 )  # fmt: skip
 async def write_text_search(
-    request: Request, body: TextSearchIn, principal: Annotated[Principal, Depends(scoped("admin"))]
+    request: Request, body: TextSearchIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> TextSearchOut:
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:

@@ -11,11 +11,11 @@ import orjson
 from fastapi import APIRouter, Depends, Request
 from pydantic import ValidationError
 
-from agents_gateway.auth import Principal, scoped
+from agents_gateway.auth import SYSTEM_SCOPE, Principal, scoped
 from agents_gateway.errors import ApiError, validation_details
 from agents_gateway.models import ErrorOut, TurnBatchIn, TurnIn, TurnsAccepted
 from agents_gateway.state import GatewayState
-from memstream.privacy import PrivacyPolicy, redact, redact_mapping
+from memstream.privacy import PrivacyPolicy, identifier_problems, redact_turn
 from schemas.turns import problems
 from streams.topics import TURNS
 
@@ -78,6 +78,11 @@ def to_records(turns: list[TurnIn], *, now: datetime, principal: Principal) -> l
     for i, turn in enumerate(turns):
         when = turn.event_time.astimezone(UTC) if turn.event_time else now + timedelta(microseconds=i)
         agent = principal.check_agent(turn.agent_id)
+        if turn.role == "system" and SYSTEM_SCOPE not in principal.scopes:
+            raise ApiError(
+                403, "missing_scope",
+                f"turn {i}: role 'system' speaks for the operator; this key lacks the '{SYSTEM_SCOPE}' scope",
+            )  # fmt: skip
         if agent is None:
             message = "agent_id is required (this key is not bound to an agent)"
             raise ApiError(
@@ -107,22 +112,40 @@ def to_records(turns: list[TurnIn], *, now: datetime, principal: Principal) -> l
 
 async def publish_records(state: GatewayState, principal: Principal, records: list[dict[str, Any]]) -> None:
     """The privacy filter with the tenant's policy, then Kafka (waiting for the broker's ack)."""
-    found = redact_records(records, await state.policies.get(principal.tenant_id))
+    policy = await state.policies.get(principal.tenant_id)
+    found = redact_records(records, policy, max_content_chars=state.settings.max_content_chars)
     state.metrics.count_redactions(found, stage="gateway")
     await state.producer.publish(records)
     state.metrics.turns_accepted.inc(len(records))
     state.metrics.events_out.labels(topic=TURNS).inc(len(records))
 
 
-def redact_records(records: list[dict[str, Any]], policy: PrivacyPolicy) -> Counter[str]:
-    """Apply the privacy filter to every record's content and metadata, in place."""
+def redact_records(
+    records: list[dict[str, Any]], policy: PrivacyPolicy, *, max_content_chars: int | None = None
+) -> Counter[str]:
+    """Apply the privacy filter to every free-text field of every record (content, tool
+    name, tags, metadata keys and values), in place. Identifiers are checked, not rewritten
+    (``refuse_secret_identifiers``)."""
     found: Counter[str] = Counter()
     for record in records:
-        record["content"], in_content = redact(record["content"], policy)
-        record["metadata"], in_metadata = redact_mapping(record["metadata"], policy)
-        found.update(in_content)
-        found.update(in_metadata)
+        text, counts = redact_turn(
+            record["content"], tool_name=record.get("tool_name"), tags=record.get("tags") or (),
+            metadata=record.get("metadata") or {}, policy=policy, max_content_chars=max_content_chars,
+        )  # fmt: skip
+        record["content"], record["tool_name"] = text.content, text.tool_name
+        record["tags"], record["metadata"] = list(text.tags), text.metadata
+        found.update(counts)
     return found
+
+
+def secret_identifier_details(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """422 details for every identifier that carries a secret: refused, never rewritten (an
+    id must stay stable), naming the field and the kind of secret but not the value."""
+    return [
+        {"loc": ["turns", str(i), field], "msg": message, "type": "secret_in_identifier"}
+        for i, record in enumerate(records)
+        for field, message in identifier_problems(record)
+    ]
 
 
 @router.post(
@@ -157,11 +180,13 @@ async def post_turns(request: Request, principal: Annotated[Principal, Depends(s
     except orjson.JSONDecodeError as exc:
         raise ApiError(400, "malformed_json", f"body is not valid JSON: {exc}") from exc
     turns = parse_turns(data, max_batch=settings.max_batch_turns)
-    records = to_records(turns, now=datetime.now(UTC), principal=principal)
+    now = datetime.now(UTC)
+    records = to_records(turns, now=now, principal=principal)
     details = []
     for i, record in enumerate(records):
-        for problem in problems(record, max_content_chars=settings.max_content_chars):
+        for problem in problems(record, max_content_chars=settings.max_content_chars, now=now):
             details.append({"loc": ["turns", str(i)], "msg": problem, "type": "contract"})
+    details.extend(secret_identifier_details(records))
     if details:
         message = "; ".join(f"turn {d['loc'][1]}: {d['msg']}" for d in details)
         raise ApiError(422, "invalid_turn", message, details=details)

@@ -1,4 +1,4 @@
-"""``POST /v1/users/{user_id}/erase``: lawful erasure of a user's memory."""
+"""Lawful erasure of a user's memory, and the renewed consent that lets them be remembered again."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
-from agents_gateway.models import ErasureOut
+from agents_gateway.models import ConsentOut, ErasureOut
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import GatewayState
-from sinks.postgres.erasure import erase_user
+from sinks.postgres.erasure import erase_user, record_consent
 from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["users"], responses=AUTH_ERRORS)
@@ -25,16 +25,36 @@ router = APIRouter(tags=["users"], responses=AUTH_ERRORS)
 async def erase(
     request: Request,
     user_id: Annotated[str, Path(pattern=ID_PATTERN)],
-    principal: Annotated[Principal, Depends(scoped("admin"))],
+    principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
 ) -> ErasureOut:
-    """Records a tombstone (turns of this user up to now are never stored again, whoever
-    re-sends them), deletes the user's episodes and event-log rows, then the Redis buffers
-    of their sessions. The audit log records that an erasure happened, not what it erased."""
+    """Records a tombstone, deletes the user's episodes, facts, graph edges, skills and their
+    outcomes and event-log rows, then the user's Redis buffers. From then on nothing of this
+    user is stored — not the erased events, whatever time they claim, and no new event — until
+    ``POST /v1/users/{user_id}/consent`` records renewed consent. The audit log records that an
+    erasure happened, not what it erased."""
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         erasure = await erase_user(conn, user_id)
-    buffers = await state.buffers.forget(principal.tenant_id, erasure.sessions)
+    buffers = await state.buffers.forget(principal.tenant_id, user_id, erasure.sessions)
     return ErasureOut(
         erasure_id=erasure.erasure_id, erased_at=erasure.erased_at, episodes=erasure.episodes,
         events=erasure.events, sessions=len(erasure.sessions), buffers=buffers,
     )  # fmt: skip
+
+
+@router.post(
+    "/v1/users/{user_id}/consent",
+    response_model=ConsentOut,
+    summary="Record a user's renewed consent after an erasure: new turns are remembered again",
+)
+async def consent(
+    request: Request,
+    user_id: Annotated[str, Path(pattern=ID_PATTERN)],
+    principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
+) -> ConsentOut:
+    """Turns dated after this moment are stored again; what the erasure removed (and any turn
+    sent again with an erased event id) stays forgotten. Audited."""
+    state: GatewayState = request.app.state.gateway
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        given = await record_consent(conn, user_id)
+    return ConsentOut(consent_id=given.consent_id, consented_at=given.consented_at, after_erasure=given.after_erasure)

@@ -18,10 +18,10 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from schemas.turns import IDENTIFIER, IDENTIFIER_RULE
+from schemas.turns import IDENTIFIER, IDENTIFIER_RULE, TENANT_ID, TENANT_ID_RULE
 from sinks.errors import SinkError
 
-SCOPES = ("ingest", "read", "admin")
+SCOPES = ("ingest", "read", "admin", "system")
 PREFIX = "msk"
 
 
@@ -62,8 +62,10 @@ async def lookup_key(conn: psycopg.AsyncConnection[Any], key_id: str) -> KeyReco
 
 
 def _check(tenant_id: str, agent_id: str | None, scopes: Sequence[str]) -> None:
-    if not IDENTIFIER.fullmatch(tenant_id) or (agent_id is not None and not IDENTIFIER.fullmatch(agent_id)):
-        raise ApiKeyError(f"tenant and agent ids must be {IDENTIFIER_RULE}")
+    if not TENANT_ID.fullmatch(tenant_id):
+        raise ApiKeyError(f"a tenant id must be {TENANT_ID_RULE}")
+    if agent_id is not None and not IDENTIFIER.fullmatch(agent_id):
+        raise ApiKeyError(f"an agent id must be {IDENTIFIER_RULE}")
     unknown = sorted(set(scopes) - set(SCOPES))
     if not scopes or unknown:
         raise ApiKeyError(f"scopes must be some of {', '.join(SCOPES)} (got {', '.join(scopes) or 'none'})")

@@ -5,8 +5,7 @@ order and hashed again, per tenant and table, in SQL (a vector's text form is ex
 vectors hash equal). Left out: what the log cannot determine — when a row was written
 (``ingested_at``, ``recorded_at``, ``archived_at``: whether a row is archived counts, when
 does not), access statistics, generated columns (a function of the others), and a skill's
-random id from before ids were derived (runs name their skill instead). Timestamps print in
-UTC. Callers act for the tenant.
+creation time. Timestamps print in UTC. Callers act for the tenant.
 """
 
 from __future__ import annotations
@@ -24,12 +23,10 @@ DIGESTED: tuple[tuple[str, str, frozenset[str], tuple[str, ...]], ...] = (
      ("archived_at IS NOT NULL",)),
     ("facts", "fact_id", frozenset({"recorded_at", "last_accessed_at", "access_count"}), ()),
     ("edges", "edge_id", frozenset(), ()),
-    ("skills", "name", frozenset({"skill_id", "created_at"}), ()),
+    ("skills", "skill_id", frozenset({"created_at"}), ()),
     ("skill_runs", "event_id", frozenset({"skill_id"}),
      ("(SELECT k.name FROM {skills} k WHERE k.tenant_id = r.tenant_id AND k.skill_id = r.skill_id)",)),
 )  # fmt: skip
-#: Tables without a user column: left out of a user's digest.
-TENANT_WIDE = frozenset({"skills"})
 
 
 async def table_digest(
@@ -41,9 +38,7 @@ async def table_digest(
     stored = [c for c in await columns(conn, schema, name) if c not in left_out]
     parts = [sql.SQL("r.{}").format(sql.Identifier(c)) for c in stored]
     parts += [sql.SQL(e).format(skills=table(schema, "skills")) for e in extra]
-    where: sql.Composable = sql.SQL("r.tenant_id = %(tenant)s")
-    if name not in TENANT_WIDE:
-        where = sql.SQL("{} AND (%(user)s::text IS NULL OR r.user_id = %(user)s)").format(where)
+    where = sql.SQL("r.tenant_id = %(tenant)s AND (%(user)s::text IS NULL OR r.user_id = %(user)s)")
     query = sql.SQL(
         "SELECT count(*), coalesce(md5(string_agg(md5(ROW({parts})::text), '' ORDER BY r.{key}::text COLLATE \"C\")),"
         " '') FROM {t} AS r WHERE {where}"

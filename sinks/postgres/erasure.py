@@ -1,9 +1,14 @@
 """Lawful erasure: tombstones, and the locks that keep in-flight writes from outliving it.
 
 Writers take a *shared* advisory lock per (tenant, user) for the length of their
-transaction and skip turns of erased users; ``memstream_erase_user`` takes the
-*exclusive* lock, so it waits for in-flight writes and every later write sees its
-tombstone (see migration 0002).
+transaction and skip forgotten events; ``memstream_erase_user`` takes the *exclusive*
+lock, so it waits for in-flight writes and every later write sees its tombstone.
+
+What is forgotten (``memstream_forgotten``, migration 0007): an event whose id an erasure
+removed, whatever time it claims; and every event of an erased user until an operator
+records the user's renewed consent (``memstream_consent_user``), after which events dated
+after the consent are stored again. A client-chosen ``event_time`` therefore cannot bring
+an erased user's memory back, nor can a retry of a post that timed out.
 """
 
 from __future__ import annotations
@@ -33,16 +38,19 @@ async def lock_users(conn: psycopg.AsyncConnection[Any], tenant_id: str, users: 
         )
 
 
-async def erased_users(conn: psycopg.AsyncConnection[Any], tenant_id: str, users: Iterable[str]) -> dict[str, datetime]:
-    """Users of ``tenant_id`` (the current tenant) that were erased, with the latest erasure time."""
-    refs = {user_ref(tenant_id, u): u for u in set(users)}
-    if not refs:
-        return {}
+async def forgotten(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, events: Iterable[tuple[uuid.UUID, str, datetime]]
+) -> set[uuid.UUID]:
+    """Which of these (event id, user id, event time) of the current tenant are forgotten."""
+    items = list(events)
+    if not items:
+        return set()
     cur = await conn.execute(
-        "SELECT user_ref, max(erased_at) FROM erasures WHERE tenant_id = %s AND user_ref = ANY(%s) GROUP BY user_ref",
-        (tenant_id, list(refs)),
+        "SELECT i.event_id FROM unnest(%s::uuid[], %s::text[], %s::timestamptz[]) AS i(event_id, user_id, at)"
+        " WHERE memstream_forgotten(%s, i.user_id, i.event_id, i.at)",
+        ([e for e, _, _ in items], [u for _, u, _ in items], [t for _, _, t in items], tenant_id),
     )
-    return {refs[ref]: when for ref, when in await cur.fetchall()}
+    return {row[0] for row in await cur.fetchall()}
 
 
 @dataclass(frozen=True)
@@ -61,3 +69,20 @@ async def erase_user(conn: psycopg.AsyncConnection[Any], user_id: str) -> Erasur
     if row is None:  # pragma: no cover - the function always returns one row
         raise RuntimeError("memstream_erase_user returned nothing")
     return Erasure(row[0], row[1], int(row[2]), int(row[3]), list(row[4]))
+
+
+@dataclass(frozen=True)
+class Consent:
+    consent_id: uuid.UUID
+    consented_at: datetime
+    #: Whether the user had been erased (a consent without an erasure changes nothing).
+    after_erasure: bool
+
+
+async def record_consent(conn: psycopg.AsyncConnection[Any], user_id: str) -> Consent:
+    """Record a user's renewed consent (current tenant): events after it are stored again."""
+    cur = await conn.execute("SELECT * FROM memstream_consent_user(%s)", (user_id,))
+    row = await cur.fetchone()
+    if row is None:  # pragma: no cover - the function always returns one row
+        raise RuntimeError("memstream_consent_user returned nothing")
+    return Consent(row[0], row[1], bool(row[2]))

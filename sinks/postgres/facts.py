@@ -36,7 +36,7 @@ from psycopg.rows import dict_row
 
 from memstream.extraction.types import Triple
 from sinks.postgres.audit import append_audit
-from sinks.postgres.erasure import erased_users, lock_users
+from sinks.postgres.erasure import forgotten, lock_users
 
 Action = Literal["insert", "merge", "supersede", "history", "duplicate", "erased"]
 _EDGE_NAMESPACE = uuid.UUID("6f1c3c1e-4a53-4b0e-9d6a-6d656d737472")
@@ -139,17 +139,24 @@ ON CONFLICT DO NOTHING
 """
 
 
+def edge_id(fact_id: uuid.UUID, subject: str, predicate: str, obj: str) -> uuid.UUID:
+    """Deterministic, and distinct for distinct triples: each part's ``\\`` and ``|`` are
+    escaped (parts without them keep the ids edges had before)."""
+    parts = "|".join(p.replace("\\", "\\\\").replace("|", "\\|") for p in (subject, predicate, obj))
+    return uuid.uuid5(_EDGE_NAMESPACE, f"{fact_id}|{parts}")
+
+
 async def _insert_edges(
     conn: psycopg.AsyncConnection[Any], fact: FactRecord, fact_id: uuid.UUID, *, valid_to: datetime | None = None
 ) -> None:
     """The fact's triples as edges of version ``fact_id`` (closed at ``valid_to`` for a past version;
     a current triple already there stays as it is)."""
     for t in fact.triples:
-        edge_id = uuid.uuid5(_EDGE_NAMESPACE, f"{fact_id}|{t.subject}|{t.predicate}|{t.object}")
         await conn.execute(
             _INSERT_EDGE,
-            (fact.tenant_id, edge_id, fact.user_id, fact.agent_id, fact.project_id, t.subject, t.predicate,
-             t.object, fact_id, fact.source_event_id, fact.shared, fact.observed_at, valid_to),
+            (fact.tenant_id, edge_id(fact_id, t.subject, t.predicate, t.object), fact.user_id, fact.agent_id,
+             fact.project_id, t.subject, t.predicate, t.object, fact_id, fact.source_event_id, fact.shared,
+             fact.observed_at, valid_to),
         )  # fmt: skip
 
 
@@ -314,10 +321,10 @@ async def apply_facts(
     tenant = facts[0].tenant_id
     users = {f.user_id for f in facts}
     await lock_users(conn, tenant, users)
-    erased = await erased_users(conn, tenant, users)
+    erased = await forgotten(conn, tenant, ((f.source_event_id, f.user_id, f.observed_at) for f in facts))
     applied = []
     for fact in facts:
-        if fact.user_id in erased and fact.observed_at <= erased[fact.user_id]:
+        if fact.source_event_id in erased:
             applied.append(Applied("erased", fact.fact_id))
             continue
         applied.append(await apply_fact(conn, fact, model=model, merge_threshold=merge_threshold))

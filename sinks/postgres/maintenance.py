@@ -95,35 +95,51 @@ async def delete_expired(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> 
 
 
 @dataclass(frozen=True)
+class Visibility:
+    """Who may see a group of episodes: one agent's private ones, or one agent's shared ones.
+    A day is compacted per visibility, so a summary is seen by exactly who saw its originals."""
+
+    agent_id: str
+    shared: bool
+
+
+@dataclass(frozen=True)
 class DayOfEpisodes:
     user_id: str
     day: date
     episodes: list[dict[str, Any]]
+    #: None: every agent's episodes of the day (compactions logged before days were split).
+    visibility: Visibility | None = None
 
 
 async def days_to_compact(
     conn: psycopg.AsyncConnection[Any], *, older_than: datetime, min_episodes: int, limit: int
-) -> list[tuple[str, date]]:
-    """(user, day) pairs of the current tenant with episodes older than the window."""
+) -> list[tuple[str, date, Visibility]]:
+    """(user, day, visibility) groups of the current tenant with episodes older than the window."""
     cur = await conn.execute(
-        "SELECT user_id, (created_at AT TIME ZONE 'UTC')::date AS day FROM episodes"
+        "SELECT user_id, (created_at AT TIME ZONE 'UTC')::date AS day, agent_id, shared FROM episodes"
         " WHERE archived_at IS NULL AND memory_type = 'episodic' AND created_at < %s"
-        " GROUP BY user_id, day HAVING count(*) >= %s ORDER BY day, user_id LIMIT %s",
+        " GROUP BY user_id, day, agent_id, shared HAVING count(*) >= %s"
+        " ORDER BY day, user_id, agent_id, shared LIMIT %s",
         (older_than, min_episodes, limit),
     )
-    return [(row[0], row[1]) for row in await cur.fetchall()]
+    return [(row[0], row[1], Visibility(row[2], bool(row[3]))) for row in await cur.fetchall()]
 
 
-async def episodes_of_day(conn: psycopg.AsyncConnection[Any], user_id: str, day: date, *, cap: int) -> DayOfEpisodes:
+async def episodes_of_day(
+    conn: psycopg.AsyncConnection[Any], user_id: str, day: date, *, cap: int, visibility: Visibility | None = None
+) -> DayOfEpisodes:
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    agent, shared = (visibility.agent_id, visibility.shared) if visibility else (None, None)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             "SELECT event_id, agent_id, project_id, session_id, role, content, importance, created_at, shared"
             " FROM episodes WHERE user_id = %s AND archived_at IS NULL AND memory_type = 'episodic'"
-            " AND created_at >= %s AND created_at < %s ORDER BY created_at LIMIT %s",
-            (user_id, start, start + timedelta(days=1), cap),
+            " AND created_at >= %s AND created_at < %s"
+            " AND (%s::text IS NULL OR (agent_id = %s AND shared = %s)) ORDER BY created_at LIMIT %s",
+            (user_id, start, start + timedelta(days=1), agent, agent, shared, cap),
         )
-        return DayOfEpisodes(user_id, day, await cur.fetchall())
+        return DayOfEpisodes(user_id, day, await cur.fetchall(), visibility)
 
 
 def summary_event_id(tenant_id: str, user_id: str, day: date, first: uuid.UUID) -> uuid.UUID:
@@ -153,6 +169,8 @@ async def record_compaction(
         "kind": "compaction", "day": day.day.isoformat(), "summary_event_id": str(summary_id),
         "archived": len(ids), "summarizer": summarizer,
     }  # fmt: skip
+    if day.visibility is not None:
+        detail.update(agent_id=day.visibility.agent_id, shared=day.visibility.shared)
     if log_event:
         await _log_compaction(conn, tenant_id=tenant_id, day=day, summary_id=summary_id, agent_id=agent_id,
                               detail=detail, archived=len(ids))  # fmt: skip
@@ -169,13 +187,14 @@ async def _log_compaction(
     end = datetime(day.day.year, day.day.month, day.day.day, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
     await conn.execute(
         "INSERT INTO event_log (tenant_id, event_id, agent_id, user_id, project_id, session_id, role, content,"
-        " event_time, metadata, schema_id, source_topic, source_partition, source_offset)"
-        " VALUES (%s, %s, %s, %s, NULL, %s, 'system', %s, %s, %s, 0, %s, -1, -1)"
+        " event_time, metadata, shared, schema_id, source_topic, source_partition, source_offset)"
+        " VALUES (%s, %s, %s, %s, NULL, %s, 'system', %s, %s, %s, %s, 0, %s, -1, -1)"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING",
         (tenant_id, uuid.uuid5(COMPACTION_NAMESPACE, f"log|{summary_id}"), agent_id, day.user_id,
          f"maintenance:{day.day.isoformat()}",
          f"compaction: {archived} episodes of {day.day.isoformat()} archived behind summary {summary_id}",
-         end, Jsonb({k: str(v) for k, v in detail.items()}), MAINTENANCE_TOPIC),
+         end, Jsonb({k: str(v) for k, v in detail.items()}), day.visibility.shared if day.visibility else False,
+         MAINTENANCE_TOPIC),
     )  # fmt: skip
 
 

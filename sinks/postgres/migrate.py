@@ -31,6 +31,8 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "skill_runs": ("SELECT", "INSERT"),
     "tenants": ("SELECT", "INSERT"),
     "erasures": ("SELECT",),
+    "erased_events": ("SELECT",),
+    "consents": ("SELECT",),
     "audit_log": ("SELECT", "INSERT"),
     "audit_outbox": ("SELECT", "DELETE"),
     "permission_rules": ("SELECT", "INSERT", "DELETE"),
@@ -39,7 +41,7 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "extractions": ("SELECT", "INSERT"),
 }
 #: SECURITY DEFINER functions the app role may call (EXECUTE is revoked from PUBLIC).
-APP_FUNCTIONS = ("memstream_erase_user(text)", "memstream_api_key(text)")
+APP_FUNCTIONS = ("memstream_erase_user(text)", "memstream_consent_user(text)", "memstream_api_key(text)")
 
 
 @dataclass(frozen=True)

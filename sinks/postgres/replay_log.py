@@ -109,14 +109,22 @@ class ContextTurn:
 
 
 async def turns_before(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, session_id: str, *, at: datetime, seq: int, limit: int
+    conn: psycopg.AsyncConnection[Any],
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    *,
+    at: datetime,
+    seq: int,
+    limit: int,
 ) -> list[ContextTurn]:
-    """The session's last ``limit`` turns before (``at``, ``seq``), oldest first: what the live
-    worker reads from the session's Redis buffer."""
+    """The user's last ``limit`` turns in the session before (``at``, ``seq``), oldest first:
+    what the live worker reads from the user's buffer of the session in Redis."""
     cur = await conn.execute(
         "SELECT event_id, role, content, project_id FROM event_log WHERE tenant_id = %s AND session_id = %s"
-        " AND source_topic <> %s AND (event_time, seq) < (%s, %s) ORDER BY event_time DESC, seq DESC LIMIT %s",
-        (tenant_id, session_id, MAINTENANCE_TOPIC, at, seq, limit),
+        " AND user_id = %s AND source_topic <> %s AND (event_time, seq) < (%s, %s)"
+        " ORDER BY event_time DESC, seq DESC LIMIT %s",
+        (tenant_id, session_id, user_id, MAINTENANCE_TOPIC, at, seq, limit),
     )
     rows = await cur.fetchall()
     return [ContextTurn(*row) for row in reversed(rows)]

@@ -25,6 +25,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from memstream.settings import VectorIndex
+from sinks.postgres.skills import VISIBLE_SKILLS
 
 Kind = Literal["episode", "fact", "skill"]
 #: What callers filter on: an episode's memory_type, or "fact" / "skill".
@@ -104,6 +105,8 @@ _FACT_COLUMNS = (
     "fact_id AS id, 'fact' AS memory_type, entity || ': ' || summary AS content, valid_from AS created_at,"
     " importance, ARRAY[category] AS tags, embedding, session_id, project_id, agent_id, scope, entity"
 )
+#: The caller's user's skills (a skill's record is the runs the reader may see: ``VISIBLE_SKILLS``).
+_SKILL_WHERE = "tenant_id = %(tenant_id)s AND user_id = %(user_id)s"
 _SKILL_COLUMNS = (
     "skill_id AS id, 'skill' AS memory_type, name, description, steps, attempts, successes, last_feedback,"
     " coalesce(last_used_at, created_at) AS created_at, embedding"
@@ -131,7 +134,14 @@ def _vector_sql(kind: Kind, distance: sql.Composable) -> sql.Composed:
     elif kind == "fact":
         table, columns, where = "facts", _FACT_COLUMNS, _FACT_WHERE + " AND embedding_model = %(model)s"
     else:
-        table, columns, where = "skills", _SKILL_COLUMNS, "embedding_model = %(model)s"
+        return sql.SQL(
+            "SELECT {cols}, {d} AS distance FROM {skills} WHERE {where} ORDER BY {d} LIMIT %(limit)s"
+        ).format(
+            cols=sql.SQL(_SKILL_COLUMNS),
+            d=distance,
+            skills=sql.SQL(VISIBLE_SKILLS),
+            where=sql.SQL(_SKILL_WHERE + " AND embedding_model = %(model)s"),
+        )
     return sql.SQL("SELECT {cols}, {d} AS distance FROM {table} WHERE {where} ORDER BY {d} LIMIT %(limit)s").format(
         cols=sql.SQL(columns), d=distance, table=sql.Identifier(table), where=sql.SQL(where)
     )
@@ -225,9 +235,12 @@ _TEXT_SQL: dict[Kind, sql.Composed] = {
     ).format(cols=sql.SQL(_FACT_COLUMNS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_FACT_WHERE)),
     "skill": sql.SQL(
         "SELECT {cols}, ts_rank_cd(to_tsvector(%(config)s::regconfig, name || ' ' || description), t.q)"
-        " AS text_rank FROM skills, {q} WHERE to_tsvector(%(config)s::regconfig, name || ' ' || description) @@ t.q"
+        " AS text_rank FROM {skills}, {q} WHERE {where}"
+        " AND to_tsvector(%(config)s::regconfig, name || ' ' || description) @@ t.q"
         " ORDER BY text_rank DESC LIMIT %(limit)s"
-    ).format(cols=sql.SQL(_SKILL_COLUMNS), q=sql.SQL(_OR_QUERY)),
+    ).format(
+        cols=sql.SQL(_SKILL_COLUMNS), skills=sql.SQL(VISIBLE_SKILLS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_SKILL_WHERE)
+    ),
 }
 
 

@@ -6,7 +6,7 @@ Binary COPY is the fastest way in (FACTS.md: ~35k rows/s with a generated tsvect
 batch a no-op, so at-least-once delivery never duplicates. A batch may hold many
 tenants: the staged rows are moved tenant by tenant, each with ``app.tenant_id`` set
 (the tables' policies refuse anything else) and with shared locks on the users being
-written, skipping turns of users erased after they happened (``erasure.py``).
+written, skipping forgotten events (``erasure.py``).
 """
 
 from __future__ import annotations
@@ -84,9 +84,7 @@ class StagedInsert:
             order = sql.SQL(" ORDER BY {}").format(sql.SQL(", ").join(map(sql.Identifier, self.order_by)))
         return sql.SQL(
             "INSERT INTO {table} ({targets}) SELECT {values} FROM {stage} s"
-            " WHERE s.tenant_id = %(tenant)s AND NOT EXISTS ("
-            "SELECT 1 FROM erasures e WHERE e.tenant_id = s.tenant_id"
-            " AND e.user_ref = memstream_user_ref(s.tenant_id, s.user_id) AND s.{time} <= e.erased_at)"
+            " WHERE s.tenant_id = %(tenant)s AND NOT memstream_forgotten(s.tenant_id, s.user_id, s.event_id, s.{time})"
             "{order} ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING event_id"
         ).format(
             table=sql.Identifier(self.table),

@@ -30,8 +30,7 @@ from sinks.postgres.shadow import columns, table
 @dataclass(frozen=True)
 class SwitchScope:
     tenant_id: str
-    #: None: the whole tenant. A user's rebuild replaces only the user's own rows (skills are
-    #: a tenant-wide aggregate and stay as they are).
+    #: None: the whole tenant. A user's rebuild replaces only the user's own rows.
     user_id: str | None
     #: The log position the rebuild covers.
     upto: int
@@ -40,13 +39,14 @@ class SwitchScope:
         return {"tenant": self.tenant_id, "user": self.user_id, "upto": self.upto, "topic": MAINTENANCE_TOPIC}
 
 
-#: (table, has user_id, the column compared with an erasure's time)
+#: (table, the event a row comes from and its time: what ``memstream_forgotten`` is asked about).
+#: Skills come after their runs: a skill is copied only when one of its runs was.
 _TABLES = (
-    ("episodes", True, "created_at"),
-    ("facts", True, "valid_from"),
-    ("edges", True, "valid_from"),
-    ("skills", False, None),
-    ("skill_runs", True, "at"),
+    ("episodes", ("event_id", "created_at")),
+    ("facts", ("source_event_id", "valid_from")),
+    ("edges", ("source_event_id", "valid_from")),
+    ("skill_runs", ("event_id", "at")),
+    ("skills", None),
 )
 _ACCESS_KEYS = {"episodes": "event_id", "facts": "fact_id"}
 #: Where a row of each table came from, to find the ones the log does not (yet) explain.
@@ -55,7 +55,8 @@ _SOURCES = {
     " WHERE f.tenant_id = %(tenant)s AND (%(user)s::text IS NULL OR f.user_id = %(user)s)",
     "edges": "SELECT source_event_id FROM {t} WHERE tenant_id = %(tenant)s"
     " AND (%(user)s::text IS NULL OR user_id = %(user)s)",
-    "skill_runs": "SELECT event_id FROM {t} WHERE tenant_id = %(tenant)s AND %(user)s::text IS NULL",
+    "skill_runs": "SELECT event_id FROM {t} WHERE tenant_id = %(tenant)s"
+    " AND (%(user)s::text IS NULL OR user_id = %(user)s)",
 }
 _IN_LOG = "SELECT 1 FROM {log} l WHERE l.tenant_id = %(tenant)s AND l.seq <= %(upto)s AND "
 _UUID = "'^[0-9a-fA-F]{{8}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{4}}-[0-9a-fA-F]{{12}}$'"
@@ -99,11 +100,10 @@ async def orphans(conn: psycopg.AsyncConnection[Any], live: str, scope: SwitchSc
     return found
 
 
-def _owned(alias: str, has_user: bool) -> sql.Composable:
-    where = sql.SQL("{}.tenant_id = %(tenant)s").format(sql.Identifier(alias))
-    if has_user:
-        where = sql.SQL("{} AND (%(user)s::text IS NULL OR {}.user_id = %(user)s)").format(where, sql.Identifier(alias))
-    return where
+def _owned(alias: str) -> sql.Composable:
+    return sql.SQL("{a}.tenant_id = %(tenant)s AND (%(user)s::text IS NULL OR {a}.user_id = %(user)s)").format(
+        a=sql.Identifier(alias)
+    )
 
 
 async def carry_over(conn: psycopg.AsyncConnection[Any], live: str, shadow: str, scope: SwitchScope) -> int:
@@ -115,7 +115,7 @@ async def carry_over(conn: psycopg.AsyncConnection[Any], live: str, shadow: str,
                 "UPDATE {s} AS s SET last_accessed_at = l.last_accessed_at, access_count = l.access_count FROM {l} AS l"
                 " WHERE {owned} AND l.tenant_id = s.tenant_id AND l.{key} = s.{key}"
                 " AND (l.last_accessed_at IS NOT NULL OR l.access_count <> 0)"
-            ).format(s=table(shadow, name), l=table(live, name), owned=_owned("s", True), key=sql.Identifier(key)),
+            ).format(s=table(shadow, name), l=table(live, name), owned=_owned("s"), key=sql.Identifier(key)),
             scope.params(),
         )
     names = sql.SQL(", ").join(map(sql.Identifier, await columns(conn, live, "episodes")))
@@ -124,7 +124,7 @@ async def carry_over(conn: psycopg.AsyncConnection[Any], live: str, shadow: str,
             "INSERT INTO {s} ({names}) SELECT {names} FROM {l} AS e WHERE {owned} AND NOT ({derivable})"
             " ON CONFLICT (tenant_id, event_id) DO NOTHING"
         ).format(
-            s=table(shadow, "episodes"), l=table(live, "episodes"), names=names, owned=_owned("e", True),
+            s=table(shadow, "episodes"), l=table(live, "episodes"), names=names, owned=_owned("e"),
             derivable=sql.SQL(_DERIVABLE).format(log=table(live, "event_log")),
         ),
         scope.params(),
@@ -137,23 +137,24 @@ async def replace_rows(
 ) -> dict[str, int]:
     """Delete the scope's live rows and copy the rebuilt ones in; returns rows copied per table."""
     copied = {}
-    for name, has_user, when in _TABLES:
-        if scope.user_id is not None and name in ("skills", "skill_runs"):
-            continue
+    for name, origin in _TABLES:
         await conn.execute(
-            sql.SQL("DELETE FROM {l} AS d WHERE {owned}").format(l=table(live, name), owned=_owned("d", has_user)),
+            sql.SQL("DELETE FROM {l} AS d WHERE {owned}").format(l=table(live, name), owned=_owned("d")),
             scope.params(),
         )
         names = sql.SQL(", ").join(map(sql.Identifier, await columns(conn, live, name)))
-        erased: sql.Composable = sql.SQL("")
-        if when is not None:
-            erased = sql.SQL(
-                " AND NOT EXISTS (SELECT 1 FROM {erasures} x WHERE x.tenant_id = s.tenant_id"
-                " AND x.user_ref = {ref}(s.tenant_id, s.user_id) AND s.{when} <= x.erased_at)"
-            ).format(erasures=table(live, "erasures"), ref=table(live, "memstream_user_ref"), when=sql.Identifier(when))
+        if origin is not None:  # skip what was erased meanwhile
+            event, when = origin
+            keep = sql.SQL(" AND NOT {forgotten}(s.tenant_id, s.user_id, s.{event}, s.{when})").format(
+                forgotten=table(live, "memstream_forgotten"), event=sql.Identifier(event), when=sql.Identifier(when)
+            )
+        else:
+            keep = sql.SQL(
+                " AND EXISTS (SELECT 1 FROM {runs} r WHERE r.tenant_id = s.tenant_id AND r.skill_id = s.skill_id)"
+            ).format(runs=table(live, "skill_runs"))
         cur = await conn.execute(
-            sql.SQL("INSERT INTO {l} ({names}) SELECT {names} FROM {s} AS s WHERE {owned}{erased}").format(
-                l=table(live, name), s=table(shadow, name), names=names, owned=_owned("s", has_user), erased=erased
+            sql.SQL("INSERT INTO {l} ({names}) SELECT {names} FROM {s} AS s WHERE {owned}{keep}").format(
+                l=table(live, name), s=table(shadow, name), names=names, owned=_owned("s"), keep=keep
             ),
             scope.params(),
         )

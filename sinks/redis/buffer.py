@@ -1,6 +1,8 @@
-"""Session buffers in Redis: the last turns of each session, bounded by turns and tokens.
+"""Session buffers in Redis: a user's last turns in a session, bounded by turns and tokens.
 
-Keys of one session share a hash slot (``sinks/redis/keys.py``): the buffer, its trim mark,
+A buffer belongs to (tenant, user, session): another user posting with the same session id
+has a buffer of their own and never shows in this one. Keys of one buffer share a hash slot
+(``sinks/redis/keys.py``): the buffer, its trim mark,
 its rolling summary and its compaction-request flag live on one Redis Cluster node, so one
 Lua script can touch them atomically.
 """
@@ -11,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import orjson
 import redis.asyncio as aioredis
@@ -21,6 +23,22 @@ from schemas.turns import Turn
 from sinks.redis.keys import buffer_key, request_key, summary_key, trim_mark_key
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class SessionRef(NamedTuple):
+    """Whose buffer: a user's turns in one session of a tenant."""
+
+    tenant_id: str
+    user_id: str
+    session_id: str
+
+    @classmethod
+    def of(cls, turn: Turn) -> SessionRef:
+        return cls(turn.tenant_id, turn.user_id, turn.session_id)
+
+    def keys(self) -> list[str]:
+        """The buffer, its trim mark, its rolling summary and its compaction flag."""
+        return [buffer_key(*self), trim_mark_key(*self), summary_key(*self), request_key(*self)]
 
 
 def event_time_micros(when: datetime) -> int:
@@ -142,13 +160,13 @@ class SessionBuffers:
         self._append = client.register_script(scripts.joinpath("append_buffer.lua").read_text())
         self._fold = client.register_script(scripts.joinpath("fold_buffer.lua").read_text())
 
-    async def append(self, batch: Mapping[tuple[str, str], Sequence[BufferEntry]]) -> dict[tuple[str, str], Appended]:
-        """Append each session's entries; one pipelined round trip for the whole batch."""
+    async def append(self, batch: Mapping[SessionRef, Sequence[BufferEntry]]) -> dict[SessionRef, Appended]:
+        """Append each buffer's entries; one pipelined round trip for the whole batch."""
         if not batch:
             return {}
         sessions = list(batch)
         async with self.client.pipeline(transaction=False) as pipe:
-            for tenant_id, session_id in sessions:
+            for ref in sessions:
                 args: list[Any] = [
                     self.max_turns,
                     self.max_tokens,
@@ -156,13 +174,9 @@ class SessionBuffers:
                     self.hard_cap,
                     self.request_ttl_ms,
                 ]
-                for entry in batch[(tenant_id, session_id)]:
+                for entry in batch[ref]:
                     args.extend((entry.score, entry.member))
-                keys = [
-                    buffer_key(tenant_id, session_id),
-                    trim_mark_key(tenant_id, session_id),
-                    request_key(tenant_id, session_id),
-                ]
+                keys = [buffer_key(*ref), trim_mark_key(*ref), request_key(*ref)]
                 await self._append(keys=keys, args=args, client=pipe)
             results = await pipe.execute()
         return {
@@ -170,11 +184,8 @@ class SessionBuffers:
             for s, r in zip(sessions, results, strict=True)
         }
 
-    async def _entries(self, tenant_id: str, session_id: str) -> list[BufferEntry]:
-        rows = cast(
-            list[tuple[bytes, float]],
-            await self.client.zrange(buffer_key(tenant_id, session_id), 0, -1, withscores=True),
-        )
+    async def _entries(self, ref: SessionRef) -> list[BufferEntry]:
+        rows = cast(list[tuple[bytes, float]], await self.client.zrange(buffer_key(*ref), 0, -1, withscores=True))
         return [
             BufferEntry(score=int(score), member=member, tokens=int(orjson.loads(member)["tokens"]))
             for member, score in rows
@@ -185,27 +196,27 @@ class SessionBuffers:
         inside = {e.member for e in kept}
         return [e for e in entries if e.member not in inside], kept
 
-    async def view(self, tenant_id: str, session_id: str) -> BufferView:
+    async def view(self, ref: SessionRef) -> BufferView:
         """The rolling summary, the turns waiting to be folded into it, and the window."""
-        entries = await self._entries(tenant_id, session_id)
+        entries = await self._entries(ref)
         pending, kept = self._split(entries)
         return BufferView(
-            summary=await self.summary(tenant_id, session_id),
+            summary=await self.summary(ref),
             pending=[orjson.loads(e.member) for e in pending],
             window=[orjson.loads(e.member) for e in kept],
         )
 
-    async def read(self, tenant_id: str, session_id: str) -> list[dict[str, Any]]:
+    async def read(self, ref: SessionRef) -> list[dict[str, Any]]:
         """Every buffered turn (window and pending), oldest first."""
-        return [orjson.loads(e.member) for e in await self._entries(tenant_id, session_id)]
+        return [orjson.loads(e.member) for e in await self._entries(ref)]
 
-    async def due(self, tenant_id: str, session_id: str, *, limit: int) -> list[BufferEntry]:
+    async def due(self, ref: SessionRef, *, limit: int) -> list[BufferEntry]:
         """The oldest turns beyond the window (at most ``limit``), to be folded."""
-        pending, _ = self._split(await self._entries(tenant_id, session_id))
+        pending, _ = self._split(await self._entries(ref))
         return pending[:limit]
 
-    async def summary(self, tenant_id: str, session_id: str) -> RollingSummary | None:
-        raw = await self.client.hgetall(summary_key(tenant_id, session_id))
+    async def summary(self, ref: SessionRef) -> RollingSummary | None:
+        raw = await self.client.hgetall(summary_key(*ref))
         if not raw:
             return None
         fields = {_text(k): _text(v) for k, v in raw.items()}
@@ -223,8 +234,7 @@ class SessionBuffers:
 
     async def fold(
         self,
-        tenant_id: str,
-        session_id: str,
+        ref: SessionRef,
         folded: Sequence[BufferEntry],
         *,
         text: str,
@@ -234,30 +244,21 @@ class SessionBuffers:
         agents: Sequence[str],
     ) -> int:
         """Store the new summary and trim exactly the folded turns; -1 if they changed meanwhile."""
-        keys = [
-            buffer_key(tenant_id, session_id),
-            trim_mark_key(tenant_id, session_id),
-            summary_key(tenant_id, session_id),
-            request_key(tenant_id, session_id),
-        ]
+        keys = ref.keys()
         args: list[Any] = [text, summarizer, input_tokens, output_tokens, self.ttl_s,
                            datetime.now(UTC).isoformat(), orjson.dumps(sorted(set(agents))),
                            *(e.member for e in folded)]  # fmt: skip
         return int(await self._fold(keys=keys, args=args))
 
-    async def release_request(self, tenant_id: str, session_id: str) -> None:
+    async def release_request(self, ref: SessionRef) -> None:
         """Let the next append request a compaction again (after a request found nothing due)."""
-        await self.client.delete(request_key(tenant_id, session_id))
+        await self.client.delete(request_key(*ref))
 
-    async def forget(self, tenant_id: str, session_ids: Sequence[str]) -> int:
-        """Delete the buffers, summaries and marks of these sessions; returns how many existed."""
+    async def forget(self, tenant_id: str, user_id: str, session_ids: Sequence[str]) -> int:
+        """Delete the user's buffers, summaries and marks in these sessions; returns how many existed."""
         deleted = 0
-        for session_id in session_ids:  # one slot per session: no multi-key DEL across slots
-            keys = [
-                buffer_key(tenant_id, session_id), trim_mark_key(tenant_id, session_id),
-                summary_key(tenant_id, session_id), request_key(tenant_id, session_id),
-            ]  # fmt: skip
-            deleted += int(await self.client.delete(*keys) > 0)
+        for session_id in session_ids:  # one slot per buffer: no multi-key DEL across slots
+            deleted += int(await self.client.delete(*SessionRef(tenant_id, user_id, session_id).keys()) > 0)
         return deleted
 
 

@@ -8,9 +8,9 @@ Redis Cluster hash tag (the text between the first ``{`` and the next ``}``) is 
 the encoded tag parts. Identifiers are already restricted (``schemas/turns.py``); the
 encoding does not rely on that.
 
-The hash tag keeps the keys of one session (its buffer, trim mark, rolling summary and
-compaction flag, and its allow-once grants) on one Redis Cluster slot, so one Lua script
-can touch them atomically.
+The hash tag keeps the keys of one session buffer (a user's turns in a session: the buffer,
+its trim mark, rolling summary and compaction flag) on one Redis Cluster slot, so one Lua
+script can touch them atomically.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def escape(part: str) -> str:
     out: list[str] = []
     for ch in part:
         if ch in _ESCAPED or ch.isspace() or not ch.isprintable():
-            out.extend(f"%{b:02X}" for b in ch.encode())
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
         else:
             out.append(ch)
     return "".join(out)
@@ -41,34 +41,30 @@ def redis_key(kind: str, tag: Sequence[str], *rest: str) -> str:
     return f"{PREFIX}:{escape(kind)}:{{{inner}}}{tail}"
 
 
-# --- session buffers (one slot per tenant + session) --------------------------------------
+# --- session buffers (one slot per tenant + user + session) -------------------------------
 
 
-def session_tag(tenant_id: str, session_id: str) -> tuple[str, str]:
-    return (tenant_id, session_id)
+def buffer_key(tenant_id: str, user_id: str, session_id: str) -> str:
+    return redis_key("buf", (tenant_id, user_id, session_id))
 
 
-def buffer_key(tenant_id: str, session_id: str) -> str:
-    return redis_key("buf", session_tag(tenant_id, session_id))
+def trim_mark_key(tenant_id: str, user_id: str, session_id: str) -> str:
+    return redis_key("bufmark", (tenant_id, user_id, session_id))
 
 
-def trim_mark_key(tenant_id: str, session_id: str) -> str:
-    return redis_key("bufmark", session_tag(tenant_id, session_id))
+def summary_key(tenant_id: str, user_id: str, session_id: str) -> str:
+    return redis_key("bufsum", (tenant_id, user_id, session_id))
 
 
-def summary_key(tenant_id: str, session_id: str) -> str:
-    return redis_key("bufsum", session_tag(tenant_id, session_id))
-
-
-def request_key(tenant_id: str, session_id: str) -> str:
-    return redis_key("bufreq", session_tag(tenant_id, session_id))
+def request_key(tenant_id: str, user_id: str, session_id: str) -> str:
+    return redis_key("bufreq", (tenant_id, user_id, session_id))
 
 
 # --- permissions, limits, workers ------------------------------------------------------------
 
 
 def grant_key(tenant_id: str, session_id: str, command_sha256: str) -> str:
-    return redis_key("allow", session_tag(tenant_id, session_id), command_sha256)
+    return redis_key("allow", (tenant_id, session_id), command_sha256)
 
 
 def rate_limit_key(scope: str, subject: str) -> str:

@@ -1,4 +1,4 @@
--- A token bucket per API key. KEYS[1] the bucket (hash: tokens, at).
+-- A token bucket (per API key, tenant or client address). KEYS[1] the bucket (hash: tokens, at).
 -- ARGV[1] rate (tokens/s)  ARGV[2] burst (max tokens)  ARGV[3] now (s, float)
 -- Returns {allowed (1|0), seconds until one token is available (string)}.
 local key = KEYS[1]

@@ -1,4 +1,4 @@
-"""Rate limiting per API key: a token bucket in Redis, shared by every gateway process."""
+"""Rate limiting per API key, tenant and client address: a token bucket in Redis, shared by every gateway process."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from sinks.postgres.erasure import erased_users, lock_users
+from sinks.postgres.erasure import forgotten, lock_users
 from sinks.postgres.tenancy import act_as
-from sinks.redis.buffer import BufferEntry, to_entry
+from sinks.redis.buffer import BufferEntry, SessionRef, to_entry
 from streams.compaction import CompactionRequests
 from streams.decoding import Decoded
 from streams.resources import PipelineResources
@@ -28,19 +28,21 @@ class BufferStage(SinkStage):
         # Holding the users' shared locks while Redis is written: an erasure waits for this
         # batch, then deletes the buffers; later batches see its tombstone.
         async with self.resources.pool.connection() as conn, conn.transaction():
-            by_session: dict[tuple[str, str], list[BufferEntry]] = defaultdict(list)
+            by_session: dict[SessionRef, list[BufferEntry]] = defaultdict(list)
             for tenant, items in sorted(by_tenant.items()):
                 await act_as(conn, tenant, actor="worker")
                 users = {d.turn.user_id for d in items}
                 await lock_users(conn, tenant, users)
-                erased = await erased_users(conn, tenant, users)
+                erased = await forgotten(
+                    conn, tenant, ((d.turn.event_id, d.turn.user_id, d.turn.event_time) for d in items)
+                )
                 for item in items:
                     turn = item.turn
-                    if turn.user_id in erased and turn.event_time <= erased[turn.user_id]:
+                    if turn.event_id in erased:
                         continue
-                    by_session[turn.session_key].append(to_entry(turn, item.tokens))
+                    by_session[SessionRef.of(turn)].append(to_entry(turn, item.tokens))
             appended = await self.resources.buffers.append(by_session)
         # Sessions past their window: the summariser folds the overflow (summarize-before-trim).
-        for (tenant, session), result in appended.items():
+        for ref, result in appended.items():
             if result.request:
-                await self.compaction.request(tenant, session, due_turns=result.due)
+                await self.compaction.request(ref, due_turns=result.due)

@@ -26,6 +26,7 @@ from schemas.codec import AvroCodec
 from schemas.turns import Turn
 from sinks.postgres.event_log import previous_session
 from sinks.postgres.tenancy import tenant_transaction
+from sinks.redis.buffer import SessionRef
 from streams.decoding import Decoded
 from streams.extraction_records import ExtractionRecords
 from streams.resources import MemoryResources
@@ -111,7 +112,7 @@ class ExtractionStage(SinkStage):
     async def _recent(self, turn: Turn) -> list[ExtractionTurn]:
         """The session's buffered turns before this one (the ingest worker may be behind:
         the batch's own earlier turns are added by the caller)."""
-        buffered = await self.resources.buffers.read(turn.tenant_id, turn.session_id)
+        buffered = await self.resources.buffers.read(SessionRef.of(turn))
         out = []
         for raw in buffered:
             if raw["event_id"] == str(turn.event_id):
@@ -147,10 +148,10 @@ class ExtractionStage(SinkStage):
         return await models.fallback_extractor.extract(subject, context), models.fallback_extractor.name
 
     async def write(self, batch: Sequence[Decoded]) -> None:
-        by_session: dict[tuple[str, str], list[Turn]] = defaultdict(list)
+        by_session: dict[SessionRef, list[Turn]] = defaultdict(list)
         for item in batch:
             if item.turn.role in EXTRACTED_ROLES:
-                by_session[item.turn.session_key].append(item.turn)
+                by_session[SessionRef.of(item.turn)].append(item.turn)
         jobs: list[tuple[Turn, ExtractionContext]] = []
         for turns in by_session.values():
             earlier = await self._recent(turns[0])

@@ -17,7 +17,7 @@ import orjson
 
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from sinks.postgres.erasure import erased_users, lock_users
+from sinks.postgres.erasure import forgotten, lock_users
 from sinks.postgres.skills import SkillRun, record_run
 from sinks.postgres.tenancy import act_as
 from streams.decoding import Decoded
@@ -40,7 +40,8 @@ def skill_run(turn: Turn) -> SkillRun | None:
         steps = []
     feedback = turn.metadata.get("feedback") or (turn.content if turn.tool_status == "failure" else None)
     return SkillRun(
-        tenant_id=turn.tenant_id, event_id=turn.event_id, user_id=turn.user_id, skill=skill,
+        tenant_id=turn.tenant_id, event_id=turn.event_id, user_id=turn.user_id, agent_id=turn.agent_id,
+        shared=turn.shared, skill=skill,
         success=turn.tool_status == "success", feedback=feedback, steps=steps, at=turn.event_time,
     )  # fmt: skip
 
@@ -78,10 +79,12 @@ class ProcedureStage(SinkStage):
                 await act_as(conn, tenant, actor="worker")
                 users = {runs[i][0].user_id for i in positions}
                 await lock_users(conn, tenant, users)
-                erased = await erased_users(conn, tenant, users)
+                erased = await forgotten(
+                    conn, tenant, ((runs[i][0].event_id, runs[i][0].user_id, runs[i][0].event_time) for i in positions)
+                )
                 for i in positions:
                     turn, run = runs[i]
-                    if turn.user_id in erased and turn.event_time <= erased[turn.user_id]:
+                    if turn.event_id in erased:
                         continue
                     await record_run(conn, run, embedding=names[i], model=embedder.model_name)
                     # Also when the run was counted before: a crash between that commit and the

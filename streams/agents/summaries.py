@@ -17,7 +17,7 @@ import orjson
 from memstream.llm.base import LLMError
 from memstream.summarization.base import Summary, SummaryTurn
 from schemas.codec import AvroCodec
-from sinks.redis.buffer import BufferEntry
+from sinks.redis.buffer import BufferEntry, SessionRef
 from streams.deadletter import DeadLetters, decode_or_dead_letter
 from streams.resources import MemoryResources
 from streams.retry import retry_until_done
@@ -44,23 +44,23 @@ def _turn(entry: BufferEntry) -> tuple[SummaryTurn, dict[str, object]]:
     return SummaryTurn(role=raw["role"], content=raw["content"], event_time=when), raw
 
 
-async def fold_session(resources: MemoryResources, tenant_id: str, session_id: str) -> int:
+async def fold_session(resources: MemoryResources, ref: SessionRef) -> int:
     """Fold everything beyond the window into the summary; returns the turns folded."""
     buffers = resources.buffers
     total = 0
     while True:
-        due = await buffers.due(tenant_id, session_id, limit=resources.settings.summary_fold_max_turns)
+        due = await buffers.due(ref, limit=resources.settings.summary_fold_max_turns)
         if not due:
-            await buffers.release_request(tenant_id, session_id)
+            await buffers.release_request(ref)
             return total
-        previous = await buffers.summary(tenant_id, session_id)
+        previous = await buffers.summary(ref)
         parsed = [_turn(e) for e in due]
         summary = await _summarize(resources, previous.text if previous else None, [t for t, _ in parsed])
         agents = set(previous.agents if previous else ()) | {
             str(raw["agent_id"]) for _, raw in parsed if not raw.get("shared")
         }
         folded = await buffers.fold(
-            tenant_id, session_id, due, text=summary.text, summarizer=summary.summarizer,
+            ref, due, text=summary.text, summarizer=summary.summarizer,
             input_tokens=summary.input_tokens, output_tokens=summary.output_tokens, agents=sorted(agents),
         )  # fmt: skip
         if folded < 0:
@@ -82,12 +82,18 @@ async def run_summaries(
 ) -> None:
     async for events in stream.take_events(max_events, within_s):
         requests = await decode_or_dead_letter(events, codec.decode, dead_letters, stage="summaries")
-        sessions = {(str(r["tenant_id"]), str(r["session_id"])): None for r in requests}
-        for tenant, session in sessions:
+        # A v1 request names no user: it was for a buffer of before buffers were per user.
+        refs = {
+            SessionRef(str(r["tenant_id"]), str(r["user_id"]), str(r["session_id"])): None
+            for r in requests
+            if r.get("user_id")
+        }
+        for ref in refs:
 
-            async def fold(tenant: str = tenant, session: str = session) -> int:
-                return await fold_session(resources, tenant, session)
+            async def fold(ref: SessionRef = ref) -> int:
+                return await fold_session(resources, ref)
 
-            await retry_until_done(fold, what="session summary", backoff=resources.backoff, where=f"{tenant}/{session}")
+            where = f"{ref.tenant_id}/{ref.user_id}/{ref.session_id}"
+            await retry_until_done(fold, what="session summary", backoff=resources.backoff, where=where)
         for event in events:
             await stream.ack(event)

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from sinks.postgres.digest import DIGESTED, TENANT_WIDE, table_digest
+from sinks.postgres.digest import DIGESTED, table_digest
 from sinks.postgres.tenancy import act_as
 
 Digest = dict[str, dict[str, Any]]
@@ -25,8 +25,6 @@ async def digest(
         for tenant in sorted(tenants):
             await act_as(conn, tenant, actor="replay")
             for name, *_ in DIGESTED:
-                if user_id is not None and name in TENANT_WIDE:
-                    continue
                 count, md5 = await table_digest(conn, schema, name, tenant, user_id)
                 rows[name] += count
                 if count:

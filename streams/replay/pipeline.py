@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import date
-from typing import cast
+from typing import Any, cast
 
 import faust
 from faust.types import AppT
@@ -20,7 +20,7 @@ from faust.types.tuples import Message
 from schemas.codec import AvroCodec, fact_event_codec, turn_event_codec
 from schemas.errors import EncodeError
 from schemas.turns import turn_key
-from sinks.postgres.maintenance import episodes_of_day
+from sinks.postgres.maintenance import Visibility, episodes_of_day
 from sinks.postgres.replay_log import LoggedEvent
 from sinks.postgres.tenancy import tenant_transaction
 from streams.agents.buffer import BufferStage
@@ -56,6 +56,13 @@ def to_event(logged: LoggedEvent, codec: AvroCodec) -> faust.EventT[bytes]:
         timestamp_type=0, headers=None, key=key, value=value, checksum=None,
     )  # fmt: skip
     return faust.Event(cast(AppT, None), key, value, None, message)
+
+
+def logged_visibility(metadata: dict[str, Any]) -> Visibility | None:
+    """The agent and visibility a logged compaction covered (None: logged before days were
+    compacted per agent, when one summary covered every agent's episodes of the day)."""
+    agent = metadata.get("agent_id")
+    return Visibility(str(agent), str(metadata.get("shared")) == "True") if agent else None
 
 
 class ReplayPipeline:
@@ -116,7 +123,11 @@ class ReplayPipeline:
         async def compact() -> None:
             async with tenant_transaction(self.resources.pool, logged.tenant_id, actor="maintenance") as conn:
                 episodes = await episodes_of_day(
-                    conn, logged.user_id, day, cap=self.resources.settings.summary_fold_max_turns
+                    conn,
+                    logged.user_id,
+                    day,
+                    cap=self.resources.settings.summary_fold_max_turns,
+                    visibility=logged_visibility(logged.metadata),
                 )
             if not episodes.episodes:
                 return  # already compacted (in place), or nothing left of that day

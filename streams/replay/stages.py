@@ -27,6 +27,7 @@ from schemas.turns import Turn
 from sinks.postgres.event_log import previous_session
 from sinks.postgres.replay_log import session_start, turns_before
 from sinks.postgres.tenancy import tenant_transaction
+from sinks.redis.buffer import SessionRef
 from streams.agents.extract import CONTEXT_TURNS, EXTRACTED_ROLES, ExtractionStage
 from streams.agents.facts import apply_batch, decode_fact
 from streams.agents.summaries import fold_session
@@ -90,7 +91,13 @@ class LogContextExtraction(ExtractionStage):
         the live worker builds them from buffer entries."""
         async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
             earlier = await turns_before(
-                conn, turn.tenant_id, turn.session_id, at=turn.event_time, seq=turn.offset, limit=CONTEXT_TURNS
+                conn,
+                turn.tenant_id,
+                turn.user_id,
+                turn.session_id,
+                at=turn.event_time,
+                seq=turn.offset,
+                limit=CONTEXT_TURNS,
             )
         return [
             ExtractionTurn(event_id=t.event_id, role=t.role, content=t.content, event_time=turn.event_time,
@@ -117,9 +124,9 @@ class FoldNow(CompactionRequests):
     def __init__(self, resources: MemoryResources) -> None:
         self.resources = resources
 
-    async def request(self, tenant_id: str, session_id: str, *, due_turns: int) -> None:
+    async def request(self, ref: SessionRef, *, due_turns: int) -> None:
         async def fold() -> int:
-            return await fold_session(self.resources, tenant_id, session_id)
+            return await fold_session(self.resources, ref)
 
-        await retry_until_done(fold, what="session summary", backoff=self.resources.backoff,
-                               where=f"{tenant_id}/{session_id}")  # fmt: skip
+        where = f"{ref.tenant_id}/{ref.user_id}/{ref.session_id}"
+        await retry_until_done(fold, what="session summary", backoff=self.resources.backoff, where=where)

@@ -29,7 +29,7 @@ from memstream.settings import Settings
 from memstream.stack.supervisor import EmbeddedStack
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
-from sinks.redis.buffer import buffer_key
+from sinks.redis.keys import buffer_key
 from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, make_settings
 from tests.integration.helpers import avro_record
@@ -140,7 +140,7 @@ class TurnLoad:
             session = self.session(i)
             content = f"turn {i} of {session}: the load keeps talking about topic {i % 17}"
             out.append(
-                make_turn(self.tenant, session, content, user=f"user-{i % 3}", role=("user", "assistant")[i % 2])
+                make_turn(self.tenant, session, content, user=user_of(session), role=("user", "assistant")[i % 2])
             )
         return out
 
@@ -262,10 +262,16 @@ def assert_exactly_once(stack: RunningStack, tenant: str, accepted: list[str]) -
         assert set(ids) == set(accepted), f"{table}: {len(set(accepted) - set(ids))} accepted turns missing"
 
 
+def user_of(session: str) -> str:
+    """The load's sessions belong to three users (a buffer is per user and session)."""
+    return f"user-{int(session.removeprefix('s')) % 3}"
+
+
 def buffered(stack: RunningStack, tenant: str, session: str) -> list[dict[str, Any]]:
     client = stack.redis()
     try:
-        members: list[bytes] = client.zrange(buffer_key(tenant, session), 0, -1)  # type: ignore[assignment]
+        key = buffer_key(tenant, user_of(session), session)
+        members: list[bytes] = client.zrange(key, 0, -1)  # type: ignore[assignment]
         return [orjson.loads(m) for m in members]
     finally:
         client.close()

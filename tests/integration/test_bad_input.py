@@ -107,14 +107,19 @@ async def test_one_bad_turn_rejects_the_batch_and_nothing_is_published(
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
 
 
-async def test_reads_validate_their_parameters(gateway: httpx.AsyncClient) -> None:
-    assert (await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u"})).status_code == 422
-    assert (await gateway.get("/v1/search", params={"tenant_id": "t{", "user_id": "u", "q": "x"})).status_code == 422
+async def test_reads_validate_their_parameters(gateway: httpx.AsyncClient, tenant: str) -> None:
+    assert (await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u"})).status_code == 422
+    assert (await gateway.get("/v1/search", params={"user_id": "u{", "q": "x"})).status_code == 422
     assert (
-        await gateway.get("/v1/search", params={"tenant_id": "t", "user_id": "u", "q": "x", "k": 0})
+        await gateway.get("/v1/search", params={"tenant_id": tenant, "user_id": "u", "q": "x", "k": 0})
     ).status_code == 422
-    assert (await gateway.get("/v1/sessions/s 1/buffer", params={"tenant_id": "t"})).status_code == 422
-    assert (await gateway.get("/v1/sessions/s1/buffer", params={"tenant_id": "t t"})).status_code == 422
+    assert (await gateway.get("/v1/sessions/s 1/buffer", params={"user_id": "u"})).status_code == 422
+    assert (await gateway.get("/v1/sessions/s1/buffer", params={"user_id": "u u"})).status_code == 422
+    # A tenant id that is not the key's is refused as such, whatever its shape.
+    for other in ("t", "t{", "t t"):
+        assert (
+            await gateway.get("/v1/search", params={"tenant_id": other, "user_id": "u", "q": "x"})
+        ).status_code == 403
 
 
 async def dlq_records(stack: RunningStack, marker: bytes) -> list[Any]:

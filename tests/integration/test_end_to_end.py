@@ -47,7 +47,9 @@ async def test_thousand_turns_land_exactly_once_everywhere(
     # Each session's buffer holds its last N turns, in order.
     n = stack.settings.buffer_max_turns
     for s in range(SESSIONS):
-        response = await gateway.get(f"/v1/sessions/s{s:02d}/buffer", params={"tenant_id": tenant})
+        response = await gateway.get(
+            f"/v1/sessions/s{s:02d}/buffer", params={"tenant_id": tenant, "user_id": f"user-{s % 4}"}
+        )
         assert response.status_code == 200
         contents = [t["content"] for t in response.json()["turns"]]
         expected = [
@@ -63,6 +65,7 @@ async def test_thousand_turns_land_exactly_once_everywhere(
             "user_id": "user-0",
             "q": "how do we deploy? rsync or scp",
             "k": 5,
+            "memory_types": "episodic",  # the turns themselves (facts extracted from them may rank too)
         },
     )
     assert response.status_code == 200, response.text

@@ -1,6 +1,8 @@
-"""Lawful erasure: the user's memory is gone from every table, vector and buffer, the
-audit log keeps only that it happened, and re-sending the user's events (a replay of the
-topic, a redelivery, a replay of the log) cannot bring them back."""
+"""Lawful erasure: the user's memory is gone from every table, vector and buffer (skills
+included), the audit log keeps only that it happened, and re-sending the user's events (a
+replay of the topic, a redelivery, a retry with the original ids and no time or a future
+time, a replay of the log) cannot bring them back. Until an operator records renewed
+consent, nothing new of the user is stored either."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from aiokafka import AIOKafkaProducer
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
 from sinks.postgres.erasure import user_ref
-from sinks.redis.buffer import buffer_key
+from sinks.redis.keys import buffer_key
 from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import avro_record, count_rows, post_turns, turn
@@ -45,7 +47,17 @@ async def test_an_erased_user_is_gone_and_stays_gone(
     turns = history(tenant)
     turns[0]["content"] += " I prefer dark mode and deploy with rsync."  # long-term memory too: facts
     await post_turns(gateway, turns)
-    await eventually(lambda: count_rows(stack, "episodes", tenant) == 6)
+    outcome = {
+        "agent_id": "agent-1",
+        "user_id": ERASED,
+        "session_id": "e-ops",
+        "skill": f"{SECRET_WORDS} deploy",
+        "status": "failure",
+        "feedback": f"{SECRET_WORDS} broke",
+        "steps": [f"{SECRET_WORDS} step"],
+    }
+    assert (await gateway.post("/v1/tool-events", json=outcome)).status_code == 202
+    await eventually(lambda: count_rows(stack, "episodes", tenant) == 8)  # + the tool turn and its lesson
 
     async def facts_stored() -> bool:
         response = await gateway.get("/v1/entities", params={"user_id": ERASED})
@@ -54,18 +66,25 @@ async def test_an_erased_user_is_gone_and_stays_gone(
     await eventually(facts_stored, timeout_s=60)
     client = redis.Redis.from_url(stack.settings.require_redis_url())
     erased_sessions = sorted({str(t["session_id"]) for t in turns if t["user_id"] == ERASED})
-    assert all(client.exists(buffer_key(tenant, s)) for s in erased_sessions)
+    assert all(client.exists(buffer_key(tenant, ERASED, s)) for s in erased_sessions)
+
+    async def skill_recorded() -> bool:
+        found = await gateway.get("/v1/skills/best", params={"user_id": ERASED, "task": "deploy"})
+        return bool(found.json()["skills"])
+
+    await eventually(skill_recorded, timeout_s=60)
 
     response = await gateway.post(f"/v1/users/{ERASED}/erase")
     assert response.status_code == 200, response.text
     body = response.json()
-    assert (body["episodes"], body["events"], body["sessions"], body["buffers"]) == (3, 3, 3, 3)
+    assert (body["episodes"], body["events"], body["sessions"], body["buffers"]) == (5, 4, 4, 4)
 
     def leftovers() -> list[str]:
         return tables_containing(stack, [SECRET_WORDS, ERASED])
 
     assert leftovers() == []
-    assert not any(client.exists(buffer_key(tenant, s)) for s in erased_sessions)
+    assert not any(client.exists(buffer_key(tenant, ERASED, s)) for s in erased_sessions)
+    assert (await gateway.get("/v1/skills/best", params={"user_id": ERASED, "task": "deploy"})).json()["skills"] == []
     search = await gateway.get("/v1/search", params={"user_id": ERASED, "q": SECRET_WORDS})
     assert search.json()["hits"] == []
     assert (await gateway.get("/v1/entities", params={"user_id": ERASED})).json()["facts"] == []
@@ -77,10 +96,14 @@ async def test_an_erased_user_is_gone_and_stays_gone(
         subject, detail = conn.execute(  # type: ignore[misc]
             "SELECT subject, detail FROM audit_log WHERE action = 'user.erase'"
         ).fetchone()
-    assert subject == user_ref(tenant, ERASED) and detail["episodes"] == 3
+    assert subject == user_ref(tenant, ERASED) and (detail["episodes"], detail["skills"]) == (5, 1)
 
-    # A replay: the same events again, through the gateway and straight onto the topic.
+    # A replay: the same events again, through the gateway and straight onto the topic; the
+    # same ids again with no time (the gateway stamps "now") and with a time in the future.
     await post_turns(gateway, [t for t in turns if t["user_id"] == ERASED])
+    await post_turns(gateway, [{**t, "event_time": None} for t in turns if t["user_id"] == ERASED])
+    soon = (datetime.now(UTC) + timedelta(minutes=4)).isoformat()
+    await post_turns(gateway, [{**t, "event_time": soon} for t in turns if t["user_id"] == ERASED])
     producer = AIOKafkaProducer(bootstrap_servers=stack.settings.require_kafka(), enable_idempotence=False)
     await producer.start()
     try:
@@ -100,9 +123,24 @@ async def test_an_erased_user_is_gone_and_stays_gone(
         await producer.stop()
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 4)  # 3 kept + the marker
     assert leftovers() == []
-    assert not any(client.exists(buffer_key(tenant, s)) for s in erased_sessions)
+    assert not any(client.exists(buffer_key(tenant, ERASED, s)) for s in erased_sessions)
 
-    # A new conversation after the erasure is a new start, and is remembered.
+    # New turns of the erased user are not remembered either, until renewed consent...
+    await post_turns(gateway, [turn(tenant, "fresh", f"{SECRET_WORDS} before consent", user_id=ERASED)])
+    marker = turn(tenant, "s1", "second marker", user_id=KEPT)
+    await post_turns(gateway, [marker])
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == 5)
+    assert leftovers() == []
+    given = await gateway.post(f"/v1/users/{ERASED}/consent")
+    assert given.status_code == 200 and given.json()["after_erasure"] is True
+    # ... after which a new conversation is a new start; the erased ids stay forgotten.
     await post_turns(gateway, [turn(tenant, "fresh", "hello again", user_id=ERASED)])
-    await eventually(lambda: count_rows(stack, "episodes", tenant) == 5)
+    await post_turns(gateway, [{**t, "event_time": None} for t in turns if t["user_id"] == ERASED])
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == 6)
+    await post_turns(gateway, [turn(tenant, "s1", "third marker", user_id=KEPT)])
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == 7)
+    assert tables_containing(stack, [SECRET_WORDS]) == [], "the erased turns did not come back"
+    with stack.db(tenant) as conn:
+        actions = [r[0] for r in conn.execute("SELECT action FROM audit_log WHERE action LIKE 'user.%' ORDER BY seq")]
+    assert actions == ["user.erase", "user.consent"]
     client.close()

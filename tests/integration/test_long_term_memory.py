@@ -15,13 +15,14 @@ import httpx
 import numpy as np
 import orjson
 import psycopg
+from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
 from memstream.demo import PROJECT, SESSION_1
 from memstream.stack.state import settings_env
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
+from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
 from tests.integration.helpers import count_rows, post_turns, turn
 
 
@@ -157,12 +158,16 @@ async def test_a_failed_deploy_lowers_the_success_rate_and_is_recalled(
     await gateway.post("/v1/tool-events", json={**body, "skill": "rollback", "status": "success"})
 
     async def counted() -> dict[str, Any] | bool:
-        skills = (await gateway.get("/v1/skills/best", params={"task": "deploy the release"})).json()["skills"]
+        skills = (
+            await gateway.get("/v1/skills/best", params={"user_id": "user-1", "task": "deploy the release"})
+        ).json()["skills"]
         deploy = next((s for s in skills if s["name"] == "deploy"), None)
         return deploy if deploy and deploy["attempts"] == 3 else False
 
     await eventually(counted, timeout_s=60)
-    skills = (await gateway.get("/v1/skills/best", params={"task": "deploy the release"})).json()["skills"]
+    skills = (await gateway.get("/v1/skills/best", params={"user_id": "user-1", "task": "deploy the release"})).json()[
+        "skills"
+    ]
     deploy = skills[0]
     assert deploy["name"] == "deploy" and (deploy["attempts"], deploy["successes"]) == (3, 2)
     assert deploy["success_rate"] == (2 + 1) / (3 + 2)
@@ -198,12 +203,12 @@ async def test_a_session_past_its_window_gets_a_rolling_summary_and_shrinks(
     total = len(decisions) + len(noise)
 
     async def folded() -> dict[str, Any] | bool:
-        body = (await gateway.get("/v1/sessions/long/buffer")).json()
+        body = (await gateway.get("/v1/sessions/long/buffer", params={"user_id": "user-1"})).json()
         done = body["summary"] and not body["pending"] and body["summary"]["turns"] + len(body["turns"]) == total
         return body if done else False
 
     await eventually(folded, timeout_s=60)
-    body = (await gateway.get("/v1/sessions/long/buffer")).json()
+    body = (await gateway.get("/v1/sessions/long/buffer", params={"user_id": "user-1"})).json()
     assert len(body["turns"]) == window, "the buffer shrinks to its window"
     assert [t["content"] for t in body["turns"]] == noise[-window:]
     summary = body["summary"]
@@ -214,12 +219,15 @@ async def test_a_session_past_its_window_gets_a_rolling_summary_and_shrinks(
     assert summary["calls"] >= 1 and summary["summarizer"] == "offline-extractive/1"
 
 
-async def store_old_episodes(stack: RunningStack, tenant: str, user: str, day: datetime, n: int) -> list[uuid.UUID]:
+async def store_old_episodes(
+    stack: RunningStack, tenant: str, user: str, day: datetime, n: int, *, agent: str = "agent-1", shared: bool = False
+) -> list[uuid.UUID]:
     turns = [
         Turn(
             event_id=uuid.uuid4(),
             tenant_id=tenant,
-            agent_id="agent-1",
+            agent_id=agent,
+            shared=shared,
             user_id=user,
             project_id=None,
             session_id="old",
@@ -255,7 +263,9 @@ async def test_compaction_replaces_a_day_with_a_summary_and_the_log_shows_it(
     ids = await store_old_episodes(stack, tenant, "user-1", day, 4)
     recent = await store_old_episodes(stack, tenant, "user-1", datetime.now(UTC) - timedelta(days=1), 2)
     dry = maintain(stack, "--tenant", tenant, "--dry-run")
-    assert dry[0]["compacted"] == [{"user_id": "user-1", "day": day.date().isoformat(), "episodes": 4}]
+    assert dry[0]["compacted"] == [
+        {"user_id": "user-1", "day": day.date().isoformat(), "agent_id": "agent-1", "shared": False, "episodes": 4}
+    ]
     [report] = maintain(stack, "--tenant", tenant)
     summary_id = report["compacted"][0]["summary_event_id"]
     with stack.db(tenant) as conn:
@@ -281,6 +291,26 @@ async def test_compaction_replaces_a_day_with_a_summary_and_the_log_shows_it(
     served = {h["id"] for h in hits}
     assert summary_id in served and not served & {str(i) for i in ids} and served >= {str(i) for i in recent}
     assert maintain(stack, "--tenant", tenant)[0]["compacted"] == [], "compaction is done once"
+
+
+async def test_a_day_is_compacted_per_agent_so_each_summary_is_seen_by_who_saw_its_originals(
+    stack: RunningStack, gateway_app: FastAPI, tenant: str
+) -> None:
+    day = (datetime.now(UTC) - timedelta(days=40)).replace(hour=9, minute=0, second=0, microsecond=0)
+    await store_old_episodes(stack, tenant, "user-1", day, 3, agent="agent-x")
+    await store_old_episodes(stack, tenant, "user-1", day + timedelta(hours=1), 3, agent="agent-y")
+    await store_old_episodes(stack, tenant, "user-1", day + timedelta(hours=2), 2, agent="agent-y", shared=True)
+    [report] = maintain(stack, "--tenant", tenant)
+    groups = {(c["agent_id"], c["shared"]): c["episodes"] for c in report["compacted"]}
+    assert groups == {("agent-x", False): 3, ("agent-y", False): 3, ("agent-y", True): 2}
+    params = {"user_id": "user-1", "q": "rotate the keys", "memory_types": "summary", "mmr": "false"}
+    for agent, sees in (("agent-x", {("agent-x", False), ("agent-y", True)}),
+                        ("agent-y", {("agent-y", False), ("agent-y", True)})):  # fmt: skip
+        async with client_for(gateway_app, stack.key(tenant, agent=agent, scopes=("read",))) as client:
+            hits = (await client.get("/v1/search", params=params)).json()["hits"]
+        with stack.db(tenant) as conn:
+            shared = dict(conn.execute("SELECT event_id::text, shared FROM episodes WHERE memory_type = 'summary'"))
+        assert {(h["agent_id"], shared[h["id"]]) for h in hits} == sees, agent
 
 
 async def test_expired_rows_are_never_served_and_then_swept(

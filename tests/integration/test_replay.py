@@ -22,7 +22,7 @@ from pydantic import SecretStr
 
 from memstream.demo import PROJECT, SESSION_1
 from memstream.stack.state import settings_env
-from sinks.redis.buffer import SessionBuffers, session_buffers
+from sinks.redis.buffer import SessionBuffers, SessionRef, session_buffers
 from streams.replay.digests import Digest, differences
 from streams.replay.runner import CRASH_EXIT, ReplayOptions, ReplayReport, run_replay, scope_digest
 from streams.replay.scope import ReplayError, Scope, Target
@@ -194,13 +194,13 @@ async def test_in_place_restores_lost_memory_and_changes_nothing_when_run_again(
         for name in PROJECTION_TABLES:
             conn.execute(f"DELETE FROM {name}")  # noqa: S608 - constant table names: the memory is lost
     assert (await live_digest(stack, tenant))["episodes"]["rows"] == 0
-    session = "user-1:s-1"
+    ref = SessionRef(tenant, "user-1", "user-1:s-1")
     async with buffers_of(stack) as buffers:
-        kept = [t["event_id"] for t in await buffers.read(tenant, session)]
-        assert kept and await buffers.forget(tenant, [session]) == 1
+        kept = [t["event_id"] for t in await buffers.read(ref)]
+        assert kept and await buffers.forget(tenant, "user-1", [ref.session_id]) == 1
         restored = await replay(stack, tenant, "in-place", buffers=True)
         assert restored.status == "done" and restored.digest == live
-        assert [t["event_id"] for t in await buffers.read(tenant, session)] == kept, "--buffers refills the buffer"
+        assert [t["event_id"] for t in await buffers.read(ref)] == kept, "--buffers refills the buffer"
 
 
 async def test_a_replay_killed_midway_resumes_from_its_checkpoint_to_the_same_memory(

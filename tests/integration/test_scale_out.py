@@ -91,6 +91,6 @@ async def test_workers_share_partitions_and_joining_or_leaving_under_load_loses_
         stored = {str(r[0]) for r in conn.execute("SELECT event_id FROM episodes WHERE tenant_id = %s", (tenant,))}
     assert stored == set(posted)
     for s in range(SESSIONS):  # each session's buffer: distinct turns, in the order they were posted
-        body = (await gateway.get(f"/v1/sessions/s{s:02d}/buffer")).json()
+        body = (await gateway.get(f"/v1/sessions/s{s:02d}/buffer", params={"user_id": "user-1"})).json()
         numbers = [int(t["content"].split()[1]) for t in (*body["pending"], *body["turns"])]
         assert numbers == sorted(set(numbers)), f"session s{s:02d}: {numbers}"

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis.crc import key_slot
 
-from sinks.redis.buffer import BufferEntry, SessionBuffers, buffer_key, trim_mark_key, window
+from sinks.redis.buffer import BufferEntry, SessionBuffers, SessionRef, window
+from sinks.redis.keys import buffer_key, trim_mark_key
 from tests.fixtures.stack import RunningStack
 
 appends = st.lists(
@@ -33,15 +34,15 @@ async def test_lua_script_matches_the_reference_window(
     client = aioredis.from_url(stack.settings.require_redis_url())
     try:
         buffers = SessionBuffers(client, max_turns=max_turns, max_tokens=max_tokens)
-        tenant, session = f"t-{uuid.uuid4().hex[:8]}", "s"
+        ref = SessionRef(f"t-{uuid.uuid4().hex[:8]}", "u", "s")
         seen: list[BufferEntry] = []
         for batch in batches:
             # A score fixes the tokens: the same event redelivered is the same member.
             entries = [entry(score, (score * 7) % 30 + 1) for score, _ in batch]
             seen.extend(entries)
-            appended = (await buffers.append({(tenant, session): entries}))[(tenant, session)]
+            appended = (await buffers.append({ref: entries}))[ref]
             expected = window(seen, max_turns=max_turns, max_tokens=max_tokens)
-            view = await buffers.view(tenant, session)
+            view = await buffers.view(ref)
             assert [g["event_id"] for g in view.window] == [orjson.loads(e.member)["event_id"] for e in expected]
             distinct = len({e.member for e in seen})
             # Nothing is trimmed before it is summarised: the rest waits, oldest first.
@@ -55,15 +56,16 @@ async def test_sessions_share_a_hash_slot_and_expire(stack: RunningStack) -> Non
     client = aioredis.from_url(stack.settings.require_redis_url())
     try:
         buffers = SessionBuffers(client, max_turns=5, max_tokens=100, ttl_s=120)
-        await buffers.append({("acme", "s-9"): [entry(1, 1)], ("acme", "s-10"): [entry(2, 1), entry(3, 1)]})
-        assert len(await buffers.read("acme", "s-9")) == 1
-        assert len(await buffers.read("acme", "s-10")) == 2
-        keys = [k async for k in client.scan_iter(match="ms:buf:{acme:s-*}")]
-        assert sorted(keys) == [b"ms:buf:{acme:s-10}", b"ms:buf:{acme:s-9}"]
-        # the buffer and its trim mark share the session's hash slot (the {...} tag)
-        assert key_slot(buffer_key("acme", "s-9").encode()) == key_slot(trim_mark_key("acme", "s-9").encode())
-        assert key_slot(buffer_key("acme", "s-9").encode()) != key_slot(buffer_key("acme", "s-10").encode())
-        assert 0 < await client.ttl(b"ms:buf:{acme:s-9}") <= 120
+        nine, ten = SessionRef("acme", "u", "s-9"), SessionRef("acme", "u", "s-10")
+        await buffers.append({nine: [entry(1, 1)], ten: [entry(2, 1), entry(3, 1)]})
+        assert len(await buffers.read(nine)) == 1
+        assert len(await buffers.read(ten)) == 2
+        keys = [k async for k in client.scan_iter(match="ms:buf:{acme:u:s-*}")]
+        assert sorted(keys) == [b"ms:buf:{acme:u:s-10}", b"ms:buf:{acme:u:s-9}"]
+        # the buffer and its trim mark share the buffer's hash slot (the {...} tag)
+        assert key_slot(buffer_key(*nine).encode()) == key_slot(trim_mark_key(*nine).encode())
+        assert key_slot(buffer_key(*nine).encode()) != key_slot(buffer_key(*ten).encode())
+        assert 0 < await client.ttl(b"ms:buf:{acme:u:s-9}") <= 120
         await client.delete(*keys)
     finally:
         await client.aclose()
@@ -73,22 +75,22 @@ async def test_summarize_before_trim_folds_exactly_the_summarised_turns(stack: R
     client = aioredis.from_url(stack.settings.require_redis_url())
     try:
         buffers = SessionBuffers(client, max_turns=10, max_tokens=10_000)
-        tenant, session = f"t-{uuid.uuid4().hex[:8]}", "s"
-        result = (await buffers.append({(tenant, session): [entry(s, 5) for s in range(1, 31)]}))[(tenant, session)]
+        ref = SessionRef(f"t-{uuid.uuid4().hex[:8]}", "u", "s")
+        result = (await buffers.append({ref: [entry(s, 5) for s in range(1, 31)]}))[ref]
         assert (result.held, result.due, result.request) == (30, 20, True)
-        again = (await buffers.append({(tenant, session): [entry(31, 5)]}))[(tenant, session)]
+        again = (await buffers.append({ref: [entry(31, 5)]}))[ref]
         assert again.request is False, "one compaction request in flight per session"
 
-        due = await buffers.due(tenant, session, limit=100)
+        due = await buffers.due(ref, limit=100)
         assert [orjson.loads(e.member)["event_id"] for e in due] == [f"e{s}" for s in range(1, 22)]
         # A turn that arrives while the summariser works is not touched by its fold.
-        await buffers.append({(tenant, session): [entry(32, 5)]})
+        await buffers.append({ref: [entry(32, 5)]})
         folded = await buffers.fold(
-            tenant, session, due, text="decided: rsync", summarizer="test", input_tokens=7, output_tokens=3,
+            ref, due, text="decided: rsync", summarizer="test", input_tokens=7, output_tokens=3,
             agents=["agent-1"],
         )  # fmt: skip
         assert folded == 21
-        view = await buffers.view(tenant, session)
+        view = await buffers.view(ref)
         assert [t["event_id"] for t in view.window] == [f"e{s}" for s in range(23, 33)]
         assert [t["event_id"] for t in view.pending] == ["e22"]
         assert view.summary is not None
@@ -96,16 +98,11 @@ async def test_summarize_before_trim_folds_exactly_the_summarised_turns(stack: R
         assert view.summary.agents == ("agent-1",)
 
         # A late turn older than what the summary covers is ignored; a stale fold is refused.
-        late = (await buffers.append({(tenant, session): [entry(5, 5)]}))[(tenant, session)]
-        assert "e5" not in [t["event_id"] for t in await buffers.read(tenant, session)]
+        late = (await buffers.append({ref: [entry(5, 5)]}))[ref]
+        assert "e5" not in [t["event_id"] for t in await buffers.read(ref)]
         # The fold released the request flag: with e22 still due, the next append requests again.
         assert late.request is True
-        assert (
-            await buffers.fold(
-                tenant, session, due, text="x", summarizer="t", input_tokens=0, output_tokens=0, agents=[]
-            )
-            == -1
-        )
+        assert await buffers.fold(ref, due, text="x", summarizer="t", input_tokens=0, output_tokens=0, agents=[]) == -1
     finally:
         await client.aclose()
 
@@ -114,9 +111,9 @@ async def test_the_hard_cap_bounds_a_buffer_whose_summariser_is_down(stack: Runn
     client = aioredis.from_url(stack.settings.require_redis_url())
     try:
         buffers = SessionBuffers(client, max_turns=5, max_tokens=10_000, hard_cap=12)
-        tenant, session = f"t-{uuid.uuid4().hex[:8]}", "s"
-        result = (await buffers.append({(tenant, session): [entry(s, 1) for s in range(1, 21)]}))[(tenant, session)]
+        ref = SessionRef(f"t-{uuid.uuid4().hex[:8]}", "u", "s")
+        result = (await buffers.append({ref: [entry(s, 1) for s in range(1, 21)]}))[ref]
         assert (result.held, result.due) == (12, 7)
-        assert [t["event_id"] for t in await buffers.read(tenant, session)] == [f"e{s}" for s in range(9, 21)]
+        assert [t["event_id"] for t in await buffers.read(ref)] == [f"e{s}" for s in range(9, 21)]
     finally:
         await client.aclose()

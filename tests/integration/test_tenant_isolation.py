@@ -50,14 +50,14 @@ async def test_another_tenants_memory_is_out_of_reach_through_every_endpoint(
     # Forged tenant in the query or body: refused outright.
     forged = [
         await gateway.get("/v1/search", params={"tenant_id": other, "user_id": "v-user", "q": "teapot"}),
-        await gateway.get("/v1/sessions/v-session/buffer", params={"tenant_id": other}),
+        await gateway.get("/v1/sessions/v-session/buffer", params={"tenant_id": other, "user_id": "v-user"}),
         await gateway.post("/v1/turns", json=turn(other, "s", "planted by the attacker")),
     ]
     assert [r.status_code for r in forged] == [403, 403, 403]
     # With its own tenant, the attacker's key finds nothing of the victim's.
     search = await gateway.get("/v1/search", params={"user_id": "v-user", "q": "secret plan teapot"})
     assert search.status_code == 200 and search.json()["hits"] == []
-    buffer = await gateway.get("/v1/sessions/v-session/buffer")
+    buffer = await gateway.get("/v1/sessions/v-session/buffer", params={"user_id": "v-user"})
     assert buffer.json()["turns"] == []
     rules = await gateway.get("/v1/permissions/rules")
     assert all(r["rule_id"] != victim["rule_id"] for r in rules.json()["rules"])
@@ -161,7 +161,7 @@ async def test_agent_private_memory_is_invisible_to_other_agents(
 
         seen_by_y = await y.get("/v1/search", params={"user_id": "u1", "q": "vault code tulip Bangkok"})
         assert [h["content"] for h in seen_by_y.json()["hits"]] == ["shared note: the vault is in Bangkok"]
-        buffer_y = await y.get("/v1/sessions/sx/buffer")
+        buffer_y = await y.get("/v1/sessions/sx/buffer", params={"user_id": "u1"})
         assert [t["content"] for t in buffer_y.json()["turns"]] == ["shared note: the vault is in Bangkok"]
         seen_by_x = await x.get("/v1/search", params={"user_id": "u1", "q": "vault code tulip Bangkok"})
         assert len(seen_by_x.json()["hits"]) == 2
