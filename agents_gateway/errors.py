@@ -127,6 +127,18 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _redis_timeout(_: Request, exc: redis.exceptions.TimeoutError) -> JSONResponse:
         return unavailable("redis", exc)
 
+    @app.exception_handler(psycopg.DataError)
+    async def _data(request: Request, exc: psycopg.DataError) -> JSONResponse:
+        # A value the store cannot hold (out of range, invalid text) that validation let through.
+        log.warning("%s %s: a value the store refused: %s", request.method, request.url.path, exc)
+        return error_response(422, "invalid_value", "a value is outside what memstream can store")
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        # Logged with its traceback; the caller learns only that it was not their fault.
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal_error", "the gateway failed to answer; the error was logged")
+
     @app.exception_handler(EmbeddingError)
     async def _embedding(_: Request, exc: EmbeddingError) -> JSONResponse:
         return unavailable("embedder", exc)

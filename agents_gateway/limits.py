@@ -246,4 +246,8 @@ def server_options(settings: Settings) -> dict[str, Any]:
         "h11_max_incomplete_event_size": settings.max_header_bytes,
         "timeout_keep_alive": settings.keep_alive_timeout_s,
         "limit_concurrency": settings.gateway_max_concurrency,
+        # X-Forwarded-For only from the proxies named: by default no one, not even a local
+        # process, can choose the address the per-address limit counts.
+        "proxy_headers": bool(settings.forwarded_allow_ips),
+        "forwarded_allow_ips": settings.forwarded_allow_ips or None,
     }

@@ -6,9 +6,11 @@ import uuid
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
 
-from schemas.turns import IDENTIFIER_RULE, Role, ToolStatus, control_problem
+from schemas.turns import IDENTIFIER_RULE, MAX_METADATA_VALUE_CHARS, Role, ToolStatus, control_problem
+from sinks.postgres.maintenance import MAX_DAYS, MIN_HALF_LIFE_DAYS
 
 Identifier = StrictStr
 
@@ -234,6 +236,11 @@ class EvaluateIn(RequestModel):
 
     session_id: Identifier
     project_id: Identifier | None = None
+    agent_id: Identifier | None = Field(
+        default=None,
+        description="The agent the evaluation acts for (an agent-bound key's own; naming another is a 403): "
+        "it may use that agent's allow-once grants.",
+    )
     tool: StrictStr = Field(min_length=1, max_length=128)
     command: StrictStr = Field(min_length=1, max_length=8192)
 
@@ -247,7 +254,8 @@ class EvaluateOut(BaseModel):
 
 
 class AllowOnceIn(EvaluateIn):
-    pass
+    """A grant for exactly this session, project (or none), tool and command; with
+    ``agent_id``, used only by evaluations acting for that agent, else by any."""
 
 
 class AllowOnceOut(BaseModel):
@@ -374,9 +382,30 @@ class ToolEventIn(RequestModel):
     tool_name: StrictStr | None = Field(default=None, max_length=128)
     status: Literal["success", "failure"]
     feedback: StrictStr | None = Field(default=None, max_length=4000, description="What went wrong, or advice.")
-    steps: list[StrictStr] = Field(default_factory=list, max_length=50)
-    shared: bool = True
+    steps: list[StrictStr] = Field(
+        default_factory=list, max_length=50,
+        description=f"Up to 50 steps of 1-200 characters, {MAX_METADATA_VALUE_CHARS} characters as JSON in all.",
+    )  # fmt: skip
+    shared: bool = Field(
+        default=False, description="Visible to every agent of the tenant (default: private to agent_id, like a turn)."
+    )
     event_time: datetime | None = None
+
+    @field_validator("skill")
+    @classmethod
+    def _skill_named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("skill must name what was attempted (not only spaces)")
+        return value
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_fit(cls, value: list[str]) -> list[str]:
+        if any(not step.strip() or len(step) > 200 for step in value):
+            raise ValueError("each step has 1-200 characters (not only spaces)")
+        if len(orjson.dumps(value)) > MAX_METADATA_VALUE_CHARS:
+            raise ValueError(f"the steps take more than {MAX_METADATA_VALUE_CHARS} characters as JSON")
+        return value
 
     @field_validator("event_id", mode="before")
     @classmethod
@@ -389,15 +418,20 @@ class ToolEventIn(RequestModel):
         return TurnIn._time_from_json(value)
 
 
+#: A ranking weight is 0 or at least a millionth: a smaller one underflows a ``real`` column.
+#: (Days: 100 years at most, a half-life of about 15 minutes at least, as maintenance can use.)
+MIN_WEIGHT = 1e-6
+
+
 class RetentionIO(RequestModel):
     """The tenant's retention policy; null switches a rule off."""
 
-    compact_after_days: int | None = Field(default=None, ge=1)
+    compact_after_days: int | None = Field(default=None, ge=1, le=MAX_DAYS)
     min_importance: float | None = Field(default=None, ge=0, le=1)
-    max_age_days: int | None = Field(default=None, ge=1)
-    max_per_user: int | None = Field(default=None, ge=1)
-    unaccessed_days: int | None = Field(default=None, ge=1)
-    decay_half_life_days: float | None = Field(default=None, gt=0)
+    max_age_days: int | None = Field(default=None, ge=1, le=MAX_DAYS)
+    max_per_user: int | None = Field(default=None, ge=1, le=1_000_000_000)
+    unaccessed_days: int | None = Field(default=None, ge=1, le=MAX_DAYS)
+    decay_half_life_days: float | None = Field(default=None, ge=MIN_HALF_LIFE_DAYS, le=MAX_DAYS)
 
 
 class ForgetPreviewOut(BaseModel):
@@ -425,6 +459,13 @@ class TextSearchOut(BaseModel):
 class RankingIO(RequestModel):
     """Per-tenant ranking; null falls back to the deployment's default."""
 
-    vector_weight: float | None = Field(default=None, ge=0, le=10)
-    text_weight: float | None = Field(default=None, ge=0, le=10)
-    half_life_days: float | None = Field(default=None, gt=0, le=36500)
+    vector_weight: float | None = Field(default=None, ge=0, le=10, description=f"0, or {MIN_WEIGHT:g} to 10")
+    text_weight: float | None = Field(default=None, ge=0, le=10, description=f"0, or {MIN_WEIGHT:g} to 10")
+    half_life_days: float | None = Field(default=None, ge=MIN_HALF_LIFE_DAYS, le=MAX_DAYS)
+
+    @field_validator("vector_weight", "text_weight")
+    @classmethod
+    def _zero_or_enough(cls, value: float | None) -> float | None:
+        if value is not None and 0 < value < MIN_WEIGHT:
+            raise ValueError(f"a weight is 0 or at least {MIN_WEIGHT:g}")
+        return value

@@ -1,15 +1,17 @@
 """The tool-permission engine, in the seed's three tiers, failing closed.
 
-1. an "allow once" grant for exactly this command in this session (Redis, single use);
+1. an "allow once" grant for exactly this command in this session and project (or none),
+   for the acting agent or any (Redis, single use);
 2. the project's rules, in order; 3. the tenant's global rules, in order — the first
 ALLOW or BLOCK pattern that matches decides;
 otherwise PENDING: a human must confirm. Read-only memory tools are pre-approved.
 
 Patterns are matched against the command normalised (NFKC, whitespace runs as one space)
-and split into the simple commands it chains (``commands.py``): the whole line and each
-part get their first matching rule; a BLOCK for any of them blocks, and the line is allowed
-only when every part is (``pytest --timeout=30 && rm -rf /data`` is not allowed by an ALLOW
-rule for pytest).
+and cut into fragments at every character where a shell could start another command,
+regardless of quotes (``commands.py``): the whole line and each fragment get their first
+matching rule; a BLOCK for any of them blocks, and the line is allowed only when every
+fragment is (``pytest --timeout=30 && rm -rf /data`` is not allowed by an ALLOW rule for
+pytest).
 
 Patterns are RE2 (no backtracking), validated when stored: at most ``MAX_PATTERN_CHARS``
 characters, counted repetitions (``{n,m}``) up to ``MAX_REPEAT``, and at most
@@ -20,7 +22,8 @@ GIL while it searches), with a time budget per evaluation checked between rules:
 evaluation that runs out of it, or that would have to match more rules than the limits
 allow, is BLOCKED (tier ``budget_exceeded``) — a rule not checked might have blocked the
 command, and a human asked to confirm it would not know. Rules stored before these limits
-still match, within the same budget.
+still match, within the same budget. One tenant may have at most a few evaluations matching
+at once (``EvaluationsBusy`` beyond, a 429), so it can never hold every matcher thread.
 
 Every decision is audited with the rule (or grant) that made it; the command is audited
 redacted (``redact_command``: the privacy filter plus command-line secret forms), with the
@@ -30,9 +33,9 @@ SHA-256 of the original.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import hashlib
 import re
+import threading
 import time
 import uuid
 from collections import Counter
@@ -47,7 +50,7 @@ import re2
 import redis.asyncio as aioredis
 
 from agents_gateway.commands import MAX_PARTS, normalise, parts
-from memstream.privacy import PLACEHOLDER, redact
+from memstream.privacy import redact
 from sinks.postgres.audit import append_audit
 from sinks.postgres.rules import Rule, rules_for
 from sinks.redis.grants import command_hash, use_grant
@@ -61,7 +64,8 @@ MAX_COMMAND_CHARS = 8192
 MAX_REPEAT = 100
 #: The most RE2 instructions a pattern may compile to (forward and reverse program).
 MAX_PROGRAM_SIZE = 5000
-#: Threads that match patterns (each search is bounded; evaluations beyond wait their turn).
+#: Threads that match patterns (each search is bounded; evaluations beyond wait their turn,
+#: and one tenant may hold only a few of them: ``EvaluationsBusy``).
 MATCH_THREADS = 4
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.max_mem = 8 << 20  # a pattern that needs more is refused when stored
@@ -190,129 +194,16 @@ def text_problem(name: str, value: str | None, *, multiline: bool = False) -> st
 
 # --- redaction of what is audited ---------------------------------------------------------
 
-#: Programs whose options carry secrets of their own: the MySQL/MariaDB clients
-#: (``-p<password>``, attached), ``sshpass -p <password>``, and ``curl``/``wget -u user:password``.
-_PROGRAMS = re.compile(
-    r"(?<![\w.-])(?:(?P<mysql>mysql\w*|mariadb[\w-]*)|(?P<sshpass>sshpass)|(?P<http>curl|wget))(?![\w.-])"
-)
-#: What ends one simple command and starts the next.
-_SEPARATOR = re.compile(r"[|;&\n\r(){}`]")
-#: Where a secret may follow: an HTTP credential header, a ``NAME=value`` assignment, a long
-#: option (``--password=…`` / ``--token …``), or ``-p`` / ``-u``. Each alternative can start
-#: only at the beginning of a word, so the scan stays linear in the command's length.
-_OPENER = re.compile(
-    r"(?P<header>(?<![\w-])(?i:authorization|proxy-authorization|x-api-key|api-key|x-auth-token|x-access-token"
-    r"|private-token|cookie)[ \t]*:[ \t]*)"
-    r"|(?P<env>(?<![\w$-])[A-Za-z_][A-Za-z0-9_]*=)"
-    r"|(?P<long>(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*(?:=|[ \t]+))"
-    r"|(?P<short>(?<![\w-])-[pu])"
-)
-_SECRET_NAME = re.compile(
-    r"(?i)passw(?:or)?d|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential"
-)
-#: Options and variables whose value names where a secret is, not the secret itself.
-_NOT_A_SECRET_VALUE = re.compile(r"(?i)[_-](?:file|path|stdin|env|prompt|command|cmd|dir|length|expiry|type)$")
-#: A shell word: quoted parts, or other characters up to whitespace.
-_WORD = re.compile(r"(?:'[^']*'?|\"[^\"]*\"?|[^\s'\"|;&<>()`])+")
-#: Between ``sshpass`` and its ``-p``: only other options (the wrapped command's ``-p`` is its own).
-_SSHPASS_OPTIONS = re.compile(r"(?:[ \t]+-[A-Za-z]\S*)*?[ \t]+")
-_HEADER_VALUE = re.compile(r"[^'\"\r\n]+")
-_SPACE = re.compile(r"[ \t]+")
-
 
 def redact_command(command: str) -> tuple[str, Counter[str]]:
-    """``command`` as it may be kept in the audit log: secrets that command lines carry —
-    ``mysql -p<password>``, ``--password=…``/``--password …``/``--token …``-style options,
+    """``command`` as it may be kept in the audit log: the privacy filter
+    (``memstream.privacy.redact``), whose command-line detectors find the secrets command
+    lines carry — ``mysql -p<password>``, ``--password=…``/``--token …``-style options,
     ``PGPASSWORD=… cmd``-style assignments, ``-H 'Authorization: …'`` headers, ``sshpass -p …``,
-    ``curl -u user:password`` — replaced by ``[REDACTED:<kind>]``, then the privacy filter
-    (``memstream.privacy.redact``) for everything else. Returns what was found, by kind."""
-    found: Counter[str] = Counter()
-    text = _redact_command_line(command, found)
-    text, general = redact(text)
-    found.update(general)
-    return text, found
-
-
-def _redact_command_line(text: str, found: Counter[str]) -> str:
-    programs: dict[str, list[tuple[int, int]]] = {"mysql": [], "sshpass": [], "http": []}
-    for found_program in _PROGRAMS.finditer(text):
-        programs[found_program.lastgroup or "mysql"].append(found_program.span())
-    starts = {family: [start for start, _ in spans] for family, spans in programs.items()}
-    separators = [m.start() for m in _SEPARATOR.finditer(text)]
-
-    def program_before(pos: int, family: str) -> int:
-        """Where the last program of ``family`` before ``pos`` in the same simple command ends (-1: none)."""
-        k = bisect.bisect_left(separators, pos)
-        start = separators[k - 1] + 1 if k else 0
-        j = bisect.bisect_left(starts[family], pos) - 1
-        return programs[family][j][1] if j >= 0 and starts[family][j] >= start else -1
-
-    out: list[str] = []
-    pos = 0
-    while (m := _OPENER.search(text, pos)) is not None:
-        span: tuple[int, int] | None = None
-        kind = ""
-        if m.group("header") is not None:
-            if value := _HEADER_VALUE.match(text, m.end()):
-                span, kind = value.span(), "auth_header"
-        elif (opener := m.group("env")) is not None:
-            name = opener[:-1]
-            if _secret_name(name) and name.upper() not in ("PWD", "OLDPWD"):
-                span, kind = _word(text, m.end()), "secret_variable"
-        elif (opener := m.group("long")) is not None:
-            name = opener[2:].rstrip("= \t")
-            separate = not opener.endswith("=")
-            if separate and text.startswith("-", m.end()):
-                pass  # a flag without a value (--password prompts)
-            elif name == "user" and program_before(m.start(), "http") >= 0:
-                span, kind = _after_colon(_word(text, m.end()), text), "cli_password"
-            elif _secret_name(name) or name.lower() == "pass":
-                span, kind = _word(text, m.end()), "cli_secret"
-        else:
-            flag, after = m.group("short"), m.end()
-            attached = after < len(text) and not text[after].isspace()
-            if flag == "-p" and attached and program_before(m.start(), "mysql") >= 0:
-                span, kind = _word(text, after), "cli_password"
-            elif (
-                flag == "-p"
-                and (sshpass := program_before(m.start(), "sshpass")) >= 0
-                and _SSHPASS_OPTIONS.fullmatch(text, sshpass, m.start())
-            ):
-                span, kind = _word(text, _after_space(text, after)), "cli_password"
-            elif flag == "-u" and program_before(m.start(), "http") >= 0:
-                span, kind = _after_colon(_word(text, _after_space(text, after)), text), "cli_password"
-        if span is None or span[0] >= span[1] or text.startswith("[REDACTED:", span[0]):
-            out.append(text[pos : m.end()])
-            pos = m.end()
-            continue
-        out.append(text[pos : span[0]])
-        out.append(PLACEHOLDER.format(kind))
-        found[kind] += 1
-        pos = span[1]
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name)) and not _NOT_A_SECRET_VALUE.search(name)
-
-
-def _after_colon(span: tuple[int, int] | None, text: str) -> tuple[int, int] | None:
-    """The password of a ``user:password`` word (None without one)."""
-    if span is None:
-        return None
-    colon = text.find(":", span[0], span[1])
-    return (colon + 1, span[1]) if colon >= 0 else None
-
-
-def _after_space(text: str, pos: int) -> int:
-    space = _SPACE.match(text, pos)
-    return space.end() if space else pos
-
-
-def _word(text: str, pos: int) -> tuple[int, int] | None:
-    word = _WORD.match(text, pos)
-    return word.span() if word else None
+    ``curl -u user:password``, ``redis-cli -a …``, ``htpasswd -b …``, ``aws configure set … …``
+    — and everything else it redacts. One set of detectors for turns, tool events and the
+    audit log, so they never disagree. Returns what was found, by kind."""
+    return redact(command)
 
 
 def sha256_hex(text: str) -> str:
@@ -354,9 +245,72 @@ class Evaluation:
     redactions: Counter[str] = field(default_factory=Counter)
 
 
+class EvaluationsBusy(Exception):
+    """This tenant already has as many evaluations matching rules as it may: the caller is
+    told to retry (429) rather than queue behind them, so one tenant cannot occupy every
+    matcher thread and stall the other tenants' evaluations."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"{limit} evaluation{'s' if limit != 1 else ''} of this tenant {'are' if limit != 1 else 'is'}"
+            " already matching rules; retry shortly"
+        )
+        self.limit = limit
+
+
+class _TenantSlots:
+    """How many evaluations of each tenant are matching (queued for, or on, a matcher thread)
+    in this process. A slot is taken on the event loop and given back when the matcher job
+    ends — not when the request does, so a client that hangs up keeps its slot until its
+    searches stop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy: dict[str, int] = {}
+
+    def take(self, tenant_id: str, limit: int) -> bool:
+        with self._lock:
+            held = self._busy.get(tenant_id, 0)
+            if held >= limit:
+                return False
+            self._busy[tenant_id] = held + 1
+            return True
+
+    def give_back(self, tenant_id: str) -> None:
+        with self._lock:
+            held = self._busy.get(tenant_id, 0) - 1
+            if held > 0:
+                self._busy[tenant_id] = held
+            else:
+                self._busy.pop(tenant_id, None)
+
+    def busy(self, tenant_id: str) -> int:
+        with self._lock:
+            return self._busy.get(tenant_id, 0)
+
+
+_SLOTS = _TenantSlots()
+
+
+async def _match(
+    tenant_id: str, max_matching: int, rules: Sequence[Rule], texts: Sequence[str], budget_s: float
+) -> _Outcome:
+    """``_first_matches`` on a matcher thread, in one of the tenant's ``max_matching`` slots
+    (EvaluationsBusy when it has none free)."""
+    if not _SLOTS.take(tenant_id, max_matching):
+        raise EvaluationsBusy(max_matching)
+    try:
+        job = _MATCHER.submit(_first_matches, rules, texts, budget_s)
+    except BaseException:
+        _SLOTS.give_back(tenant_id)
+        raise
+    job.add_done_callback(lambda _job: _SLOTS.give_back(tenant_id))
+    return await asyncio.wrap_future(job)
+
+
 @dataclass(frozen=True)
 class _Outcome:
-    #: The first rule matching each text judged (the whole line, then each part), or None.
+    #: The first rule matching each text judged (the whole line, then each fragment), or None.
     first: list[Rule | None]
     checked: int
     exceeded: bool
@@ -393,21 +347,24 @@ def _rule_verdict(rule: Rule, reason: str = "") -> Verdict:
 
 
 def _judge(whole: str, pieces: Sequence[str], first: Sequence[Rule | None]) -> Verdict:
-    """BLOCK when the whole line or any part is blocked; ALLOW only when every part is allowed
-    (a line without operators is one part: itself); PENDING otherwise."""
+    """BLOCK when the whole line or any fragment is blocked; ALLOW only when every fragment
+    is allowed (a line without cuts is one fragment: itself); PENDING otherwise. Each text
+    has its own first matching rule (project rules before global ones, in order), so a
+    fragment an ALLOW rule matches first is allowed whatever else it holds."""
     single = pieces == [whole]
     by_part = [first[0]] if single else list(first[1:])
     for text, rule in zip([whole] if single else [whole, *pieces], first, strict=True):
         if rule is not None and rule.effect == "BLOCK":
-            return _rule_verdict(rule, "" if text == whole else f" (on the part {text!r} of the command)")
+            return _rule_verdict(rule, "" if text == whole else f" (on the fragment {text!r} of the command)")
     if by_part and all(rule is not None and rule.effect == "ALLOW" for rule in by_part):
         allowed = by_part[0]
         assert allowed is not None
-        return _rule_verdict(allowed, "" if len(by_part) == 1 else f" (and every other of the {len(by_part)} parts)")
+        others = f" (and every other of the {len(by_part)} fragments)"
+        return _rule_verdict(allowed, "" if len(by_part) == 1 else others)
     unmatched = next((text for text, rule in zip(pieces, by_part, strict=True) if rule is None), None)
     if len(by_part) > 1 and unmatched is not None:
         return Verdict(
-            "PENDING", "none", f"no rule matches the part {unmatched!r} of the command: a human must confirm"
+            "PENDING", "none", f"no rule matches the fragment {unmatched!r} of the command: a human must confirm"
         )
     return Verdict("PENDING", "none", "no rule matches: a human must confirm")
 
@@ -423,15 +380,23 @@ async def decide(
     tenant_id: str,
     session_id: str,
     project_id: str | None,
+    agent_id: str | None,
     tool: str,
     command: str,
     preapproved: tuple[str, ...],
     budget_s: float,
     max_rules: int,
+    max_matching: int,
 ) -> Verdict:
+    """The verdict on ``command``; EvaluationsBusy when rules must be matched and the tenant
+    already has ``max_matching`` evaluations matching (a grant decides without matching, so
+    a refused evaluation has consumed none)."""
     if tool in preapproved:
         return Verdict("ALLOW", "preapproved", f"{tool} only reads memory")
-    grant = await use_grant(client, tenant_id=tenant_id, session_id=session_id, tool=tool, command=command)
+    grant = await use_grant(
+        client, tenant_id=tenant_id, session_id=session_id, project_id=project_id, agent_id=agent_id,
+        tool=tool, command=command,
+    )  # fmt: skip
     if grant is not None:
         return Verdict("ALLOW", "allow_once", "a single-use grant for this command", grant_id=grant)
     rules = await rules_for(conn, tool=tool, project_id=project_id, limit=max_rules + 1)
@@ -441,10 +406,9 @@ async def decide(
         return Verdict("PENDING", "none", "no rule matches: a human must confirm")
     whole, pieces = normalise(command), parts(command)
     if len(pieces) > MAX_PARTS:
-        return _over_budget(f"the command chains more than {MAX_PARTS} commands")
+        return _over_budget(f"the command has more than {MAX_PARTS} fragments")
     texts = [whole] if pieces == [whole] else [whole, *pieces]
-    loop = asyncio.get_running_loop()
-    outcome = await loop.run_in_executor(_MATCHER, _first_matches, rules, texts, budget_s)
+    outcome = await _match(tenant_id, max_matching, rules, texts, budget_s)
     if outcome.exceeded:
         return _over_budget(
             f"matching exceeded its {budget_s * 1000:g} ms budget after {outcome.checked} of"
@@ -461,17 +425,21 @@ async def evaluate(
     actor: str,
     session_id: str,
     project_id: str | None,
+    agent_id: str | None,
     tool: str,
     command: str,
     preapproved: tuple[str, ...],
     budget_s: float,
     max_rules: int,
+    max_matching: int,
 ) -> Evaluation:
     """Decide, and record the decision in the audit log (in the caller's transaction), with
-    the command redacted and the SHA-256 of the original."""
+    the command redacted and the SHA-256 of the original. ``agent_id`` is the agent the
+    evaluation acts for (it may use that agent's grants)."""
     verdict = await decide(
-        conn, client, tenant_id=tenant_id, session_id=session_id, project_id=project_id,
+        conn, client, tenant_id=tenant_id, session_id=session_id, project_id=project_id, agent_id=agent_id,
         tool=tool, command=command, preapproved=preapproved, budget_s=budget_s, max_rules=max_rules,
+        max_matching=max_matching,
     )  # fmt: skip
     shown, found = redact_command(command)
     await append_audit(
@@ -486,6 +454,7 @@ async def evaluate(
             "command_sha256": command_hash(tool, command),
             "redactions": dict(sorted(found.items())),
             "project_id": project_id,
+            "agent_id": agent_id,
             "decision": verdict.decision,
             "tier": verdict.tier,
             "rule_id": str(verdict.rule_id) if verdict.rule_id else None,

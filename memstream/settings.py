@@ -156,6 +156,11 @@ class Settings(BaseSettings):
     gateway_max_concurrency: int = Field(
         default=1000, ge=1, description="Connections + requests in flight per gateway process; beyond, 503."
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="Proxies whose X-Forwarded-For the gateway believes (comma-separated addresses, or '*'); "
+        "empty: none, the peer's address is the client's.",
+    )
     addr_rate_limit_per_s: float = Field(
         default=10.0, gt=0, description="Requests/s per client address without a valid key (none, bad, unknown)."
     )
@@ -178,6 +183,12 @@ class Settings(BaseSettings):
     permission_max_rules_per_tenant: int = Field(default=1000, ge=1, description="Permission rules per tenant.")
     permission_eval_budget_s: float = Field(
         default=0.25, gt=0, description="Time one evaluation may spend matching rules; beyond it, BLOCK."
+    )
+    permission_max_matching_per_tenant: int = Field(
+        default=2,
+        ge=1,
+        description="Evaluations of one tenant matching rules at once (of 4 matcher threads per process); "
+        "beyond it, 429 evaluations_busy.",
     )
 
     log_level: str = "INFO"

@@ -10,6 +10,7 @@ them again: consumers may see an ``audit_id`` twice, never miss one.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from typing import Any
@@ -28,6 +29,15 @@ log = logging.getLogger(__name__)
 _RELAY_LOCK = 0x6D736175  # "msau"
 
 
+def detail_json(detail: Any) -> str:
+    """The detail as JSON text, whatever numbers it holds (jsonb keeps integers beyond 64 bits,
+    which orjson refuses: the standard library writes them)."""
+    try:
+        return orjson.dumps(detail).decode()
+    except TypeError:
+        return json.dumps(detail, default=str)
+
+
 def to_avro(record: AuditRecord) -> dict[str, Any]:
     return {
         "audit_id": str(record.audit_id),
@@ -37,7 +47,7 @@ def to_avro(record: AuditRecord) -> dict[str, Any]:
         "actor": record.actor,
         "action": record.action,
         "subject": record.subject,
-        "detail": orjson.dumps(record.detail).decode(),
+        "detail": detail_json(record.detail),
     }
 
 

@@ -17,14 +17,23 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import faust
 
-from memstream.privacy import PrivacyPolicy, redact_turn
+from memstream.privacy import (
+    PERSONAL_IDENTIFIER_FIELDS,
+    PrivacyPolicy,
+    TurnText,
+    grown_past_limits,
+    identifier_problems,
+    redact_turn,
+)
 from memstream.tokens import TokenCounter
 from schemas.codec import AvroCodec
+from schemas.turns import Turn
 from sinks.postgres.tenant_settings import PolicyCache
 from streams.deadletter import DeadLetters
 from streams.decoding import Decoded, decode_events
@@ -76,6 +85,8 @@ async def write_timed(stage: SinkStage, batch: Sequence[Decoded], ctx: StageCont
 
 async def write_isolating(stage: SinkStage, batch: Sequence[Decoded], ctx: StageContext) -> None:
     """Write the batch; if a store rejects an event's data, find it and dead-letter it alone."""
+    if not batch:  # every turn of it refused by the filter
+        return
     try:
         await retry_until_done(
             lambda: stage.write(batch),
@@ -97,7 +108,11 @@ async def redact_batch(batch: Sequence[Decoded], ctx: StageContext) -> list[Deco
     """The privacy filter on every free-text field (content, tool name, tags, metadata keys
     and values), with each tenant's policy (the gateway ran it too, but agents may produce to
     Kafka directly; a turn whose identifier carries a secret was dead-lettered by
-    ``decode_events``). Turns with nothing to redact are kept as they are."""
+    ``decode_events``). Turns with nothing to redact are kept as they are. A turn is
+    dead-lettered, never truncated, when redaction makes a field longer than the turn
+    contract allows, or when an identifier is or contains personal data the tenant's policy
+    redacts (as the gateway refuses both). A batch of more than ``OFF_LOOP_CHARS`` of text is
+    filtered on a thread, off the event loop."""
     policies = {}
     for tenant in {d.turn.tenant_id for d in batch}:
 
@@ -105,23 +120,56 @@ async def redact_batch(batch: Sequence[Decoded], ctx: StageContext) -> list[Deco
             return await ctx.policies.get(tenant)
 
         policies[tenant] = await retry_until_done(load, what="reading a privacy policy", backoff=ctx.backoff)
+    chars = sum(len(d.turn.content) + sum(map(len, d.turn.metadata.values())) for d in batch)
+    if chars > OFF_LOOP_CHARS:  # linear, but seconds of it would stall the worker's loop
+        filtered = await asyncio.to_thread(_filter, batch, policies, ctx.max_content_chars)
+    else:
+        filtered = _filter(batch, policies, ctx.max_content_chars)
     out: list[Decoded] = []
-    for item in batch:
-        turn = item.turn
-        text, found = redact_turn(
-            turn.content, tool_name=turn.tool_name, tags=turn.tags, metadata=turn.metadata,
-            policy=policies[turn.tenant_id],
-        )  # fmt: skip
+    for item, text, found, refused in filtered:
+        if refused:  # skipped by every consumer group, dead-lettered by one (as decode_events' rejects)
+            if ctx.dead_letter_rejects:
+                ctx.metrics.events.labels(outcome="dead_lettered").inc()
+                await ctx.dead_letters.send(
+                    item.event, reason="; ".join(refused), error="ValidationError", stage="redact"
+                )
+            continue
         if found:
             ctx.metrics.count_redactions(found, stage="worker")
-            item = replace(
-                item,
-                turn=replace(
-                    turn, content=text.content, tool_name=text.tool_name, tags=text.tags, metadata=text.metadata
-                ),
+            turn = replace(
+                item.turn, content=text.content, tool_name=text.tool_name, tags=text.tags, metadata=text.metadata
             )
+            item = replace(item, turn=turn)
         out.append(item)
     return out
+
+
+#: Characters of text in a batch above which the filter runs on a thread (as at the gateway).
+OFF_LOOP_CHARS = 64 * 1024
+
+
+def _filter(
+    batch: Sequence[Decoded], policies: dict[str, PrivacyPolicy], max_content_chars: int
+) -> list[tuple[Decoded, TurnText, Counter[str], list[str]]]:
+    """Each turn redacted, with what was found and why it is refused (empty: it is not)."""
+    out = []
+    for item in batch:
+        turn = item.turn
+        policy = policies[turn.tenant_id]
+        before = TurnText(turn.content, turn.tool_name, turn.tags, dict(turn.metadata))
+        text, found = redact_turn(
+            before.content, tool_name=before.tool_name, tags=before.tags, metadata=before.metadata, policy=policy
+        )
+        refused = [m for _, m in identifier_problems(_identifiers(turn), policy, fields=PERSONAL_IDENTIFIER_FIELDS)]
+        if found:
+            refused += [m for _, m in grown_past_limits(before, text, max_content_chars=max_content_chars)]
+        out.append((item, text, found, refused))
+    return out
+
+
+def _identifiers(turn: Turn) -> dict[str, str | None]:
+    return {"agent_id": turn.agent_id, "user_id": turn.user_id, "project_id": turn.project_id,
+            "session_id": turn.session_id}  # fmt: skip
 
 
 async def process_batch(events: Sequence[faust.EventT[bytes]], stages: Sequence[SinkStage], ctx: StageContext) -> None:
@@ -134,8 +182,10 @@ async def process_batch(events: Sequence[faust.EventT[bytes]], stages: Sequence[
         await ctx.dead_letters.send(rejected.event, reason=rejected.reason, error=rejected.error, stage="decode")
     if not good:
         return
-    ctx.metrics.events.labels(outcome="accepted").inc(len(good))
     good = await redact_batch(good, ctx)
+    if not good:
+        return
+    ctx.metrics.events.labels(outcome="accepted").inc(len(good))
     counts = ctx.tokens.count_many([d.turn.content for d in good])
     batch = [replace(d, tokens=n) for d, n in zip(good, counts, strict=True)]
     async with asyncio.TaskGroup() as group:

@@ -23,10 +23,9 @@ from agents_gateway.models import (
     TurnsAccepted,
 )
 from agents_gateway.routes.sessions import ID_PATTERN
-from agents_gateway.routes.turns import publish_records
+from agents_gateway.routes.turns import publish_records, refuse_identifiers
 from agents_gateway.state import GatewayState
 from memstream.extraction.types import normalise_entity
-from memstream.privacy import identifier_problems
 from schemas.turns import problems
 from sinks.postgres.fact_queries import entity_history, facts_as_of
 from sinks.postgres.graph import MAX_DEPTH, neighbors
@@ -56,7 +55,9 @@ async def get_entities(
     return FactsOut(user_id=user_id, at=at, facts=[FactOut(**r.__dict__) for r in rows])
 
 
-@router.get("/v1/entities/{name}/history", response_model=FactsOut, summary="Every version of a fact, oldest first")
+@router.get(
+    "/v1/entities/{name:path}/history", response_model=FactsOut, summary="Every version of a fact, oldest first"
+)
 async def get_history(
     request: Request,
     principal: Annotated[Principal, Depends(scoped("read"))],
@@ -130,12 +131,9 @@ async def post_tool_event(
     found = problems(record, max_content_chars=state.settings.max_content_chars, now=datetime.now(UTC))
     if found:
         raise ApiError(422, "invalid_request", "; ".join(found))
-    if refused := identifier_problems(record):  # ids are refused, never rewritten
-        raise ApiError(
-            422, "invalid_request", "; ".join(message for _, message in refused),
-            details=[{"loc": ["body", f], "msg": m, "type": "secret_in_identifier"} for f, m in refused],
-        )  # fmt: skip
-    await publish_records(state, principal, [record])
+    ids = {"agent_id": agent, "user_id": body.user_id, "project_id": body.project_id, "session_id": body.session_id}
+    policy = await refuse_identifiers(state, principal.tenant_id, ids)  # ids are refused, never rewritten
+    await publish_records(state, principal, [record], policy=policy, code="invalid_request", loc=lambda _: ["body"])
     return TurnsAccepted(accepted=1, event_ids=[event_id])
 
 

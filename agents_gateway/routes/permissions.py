@@ -2,7 +2,10 @@
 
 Every string these endpoints take is refused (422) with NUL or a control character in it (a
 command may hold tabs and line breaks); a rule's pattern must pass ``validate_pattern`` (422)
-and the tenant's rule limits (409); evaluations match off the event loop within a budget.
+and the tenant's rule limits (409); evaluations match off the event loop within a budget, at
+most ``permission_max_matching_per_tenant`` of one tenant at once (429 ``evaluations_busy``
+beyond, so no tenant waits behind another's). An allow-once grant is bound to its session,
+project (or none), tool and command, and to its agent when it names one.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from agents_gateway.models import (
     RuleOut,
     RulesOut,
 )
-from agents_gateway.permissions import PatternError, evaluate, rule_audit_detail, text_problem, validate_pattern
+from agents_gateway.permissions import (
+    EvaluationsBusy,
+    PatternError,
+    evaluate,
+    rule_audit_detail,
+    text_problem,
+    validate_pattern,
+)
+from agents_gateway.routes.turns import refuse_identifiers
 from agents_gateway.state import GatewayState
 from sinks.postgres.audit import append_audit
 from sinks.postgres.rules import count_rules, delete_rule, insert_rule, list_rules, lock_rules
@@ -32,6 +43,10 @@ from sinks.postgres.tenancy import tenant_transaction
 from sinks.redis.grants import command_hash, grant_once
 
 router = APIRouter(tags=["permissions"], responses=AUTH_ERRORS)
+
+#: Seconds a caller told ``evaluations_busy`` should wait: an evaluation matches for at most
+#: its budget (0.25 s by default) and one search more.
+BUSY_RETRY_AFTER_S = 1
 
 
 def refuse_control_characters(
@@ -57,23 +72,47 @@ def _refuse_in_command(body: EvaluateIn) -> None:
         tool=body.tool,
         session_id=body.session_id,
         project_id=body.project_id,
+        agent_id=body.agent_id,
     )
 
 
-@router.post("/v1/permissions/evaluate", response_model=EvaluateOut, summary="May this tool run this command?")
+async def _refuse_identifiers(request: Request, principal: Principal, **values: str | None) -> None:
+    """422 for an identifier carrying a secret (or, under the tenant's policy, personal data):
+    the rule turns follow (``refuse_identifiers``); the audit log never keeps such an id."""
+    await refuse_identifiers(request.app.state.gateway, principal.tenant_id, values)
+
+
+@router.post(
+    "/v1/permissions/evaluate",
+    response_model=EvaluateOut,
+    summary="May this tool run this command?",
+    responses={429: {"model": ErrorOut, "description": "Rate limit, or evaluations_busy (see Retry-After)"}},
+)
 async def evaluate_command(
     request: Request, body: EvaluateIn, principal: Annotated[Principal, Depends(scoped("read"))]
 ) -> EvaluateOut:
     _refuse_in_command(body)
+    await _refuse_identifiers(
+        request, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
+        tool=body.tool,
+    )  # fmt: skip
+    agent = principal.check_agent(body.agent_id)
     state: GatewayState = request.app.state.gateway
     settings = state.settings
-    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
-        evaluation = await evaluate(
-            conn, state.redis, tenant_id=principal.tenant_id, actor=principal.key_id,
-            session_id=body.session_id, project_id=body.project_id, tool=body.tool, command=body.command,
-            preapproved=settings.preapproved_tools, budget_s=settings.permission_eval_budget_s,
-            max_rules=2 * settings.permission_max_rules_per_tool,
-        )  # fmt: skip
+    try:
+        async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+            evaluation = await evaluate(
+                conn, state.redis, tenant_id=principal.tenant_id, actor=principal.key_id,
+                session_id=body.session_id, project_id=body.project_id, agent_id=agent, tool=body.tool,
+                command=body.command, preapproved=settings.preapproved_tools,
+                budget_s=settings.permission_eval_budget_s, max_rules=2 * settings.permission_max_rules_per_tool,
+                max_matching=settings.permission_max_matching_per_tenant,
+            )  # fmt: skip
+    except EvaluationsBusy as exc:
+        raise ApiError(
+            429, "evaluations_busy", f"{exc}; retry in {BUSY_RETRY_AFTER_S} s",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER_S)},
+        ) from exc  # fmt: skip
     verdict = evaluation.verdict
     state.metrics.permission_decisions.labels(decision=verdict.decision, tier=verdict.tier).inc()
     state.metrics.count_redactions(evaluation.redactions, stage="audit")
@@ -87,24 +126,29 @@ async def evaluate_command(
     "/v1/permissions/allow-once",
     response_model=AllowOnceOut,
     status_code=201,
-    summary="Let this exact command run once in this session (a human's confirmation)",
+    summary="Let this exact command run once in this session and project, for one agent or any"
+    " (a human's confirmation)",
 )
 async def allow_once(
     request: Request, body: AllowOnceIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> AllowOnceOut:
     _refuse_in_command(body)
+    await _refuse_identifiers(
+        request, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
+        tool=body.tool,
+    )  # fmt: skip
     state: GatewayState = request.app.state.gateway
     ttl = state.settings.allow_once_ttl_s
     grant = await grant_once(
-        state.redis, tenant_id=principal.tenant_id, session_id=body.session_id, tool=body.tool,
-        command=body.command, ttl_s=ttl,
+        state.redis, tenant_id=principal.tenant_id, session_id=body.session_id, project_id=body.project_id,
+        agent_id=body.agent_id, tool=body.tool, command=body.command, ttl_s=ttl,
     )  # fmt: skip
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         await append_audit(
             conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="permission.allow_once",
             subject=body.session_id,
             detail={"tool": body.tool, "command_sha256": command_hash(body.tool, body.command),
-                    "grant_id": str(grant), "ttl_s": ttl},
+                    "project_id": body.project_id, "agent_id": body.agent_id, "grant_id": str(grant), "ttl_s": ttl},
         )  # fmt: skip
     return AllowOnceOut(grant_id=grant, expires_in_s=ttl)
 
@@ -122,6 +166,7 @@ async def add_rule(
     refuse_control_characters(
         "body", tool=body.tool, pattern=body.pattern, description=body.description, project_id=body.project_id
     )
+    await _refuse_identifiers(request, principal, project_id=body.project_id, tool=body.tool)
     state: GatewayState = request.app.state.gateway
     settings = state.settings
     try:

@@ -19,7 +19,7 @@ ID_PATTERN = f"^{IDENTIFIER.pattern}$"
 
 
 @router.get(
-    "/v1/sessions/{session_id}/buffer",
+    "/v1/sessions/{session_id:path}/buffer",
     response_model=BufferOut,
     responses=AUTH_ERRORS,
     summary="A user's recent turns in the session, oldest first",

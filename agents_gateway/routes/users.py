@@ -18,7 +18,7 @@ router = APIRouter(tags=["users"], responses=AUTH_ERRORS)
 
 
 @router.post(
-    "/v1/users/{user_id}/erase",
+    "/v1/users/{user_id:path}/erase",
     response_model=ErasureOut,
     summary="Erase a user from every table, vector and buffer, for good",
 )
@@ -43,7 +43,7 @@ async def erase(
 
 
 @router.post(
-    "/v1/users/{user_id}/consent",
+    "/v1/users/{user_id:path}/consent",
     response_model=ConsentOut,
     summary="Record a user's renewed consent after an erasure: new turns are remembered again",
 )

@@ -214,7 +214,7 @@ async def _merge(
     await _insert_edges(conn, fact, version["fact_id"], valid_to=version["valid_to"])
     await append_audit(
         conn, tenant_id=fact.tenant_id, actor="worker", action="memory.merge",
-        subject=str(version["fact_id"]), detail={**audit, "merged_summary": fact.summary},
+        subject=str(version["fact_id"]), detail=audit,
     )  # fmt: skip
     return Applied("merge", version["fact_id"], version=version["version"])
 
@@ -282,8 +282,9 @@ async def apply_fact(
     async with conn.cursor(row_factory=dict_row) as dcur:
         await dcur.execute(_CURRENT, (fact.tenant_id, fact.user_id, fact.subject_key))
         current = await dcur.fetchone()
-    audit = {"memory_type": "semantic", "subject_key": fact.subject_key, "entity": fact.entity,
-             "source_event_id": str(fact.source_event_id), "extractor": fact.extractor}  # fmt: skip
+    # Ids only: the audit log outlives an erasure, so it records that memory changed, never
+    # what it says (no entity, no summary).
+    audit = {"memory_type": "semantic", "source_event_id": str(fact.source_event_id), "extractor": fact.extractor}
     if current is None:
         await _insert(conn, fact, model=model, version=1, reason=f"stated in event {fact.source_event_id}")
         await append_audit(conn, tenant_id=fact.tenant_id, actor="worker", action="memory.insert",

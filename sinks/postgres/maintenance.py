@@ -24,6 +24,16 @@ COMPACTION_NAMESPACE = uuid.UUID("9a4e1f0c-5b2d-4c7e-8f3a-6d656d636f6d")
 AUDIT_ID_LIMIT = 1000
 
 
+#: The range of a retention setting in days (and of a decay half-life), what date arithmetic
+#: can do with it: the gateway refuses more; a value stored before is read within it.
+MAX_DAYS = 36_500
+MIN_HALF_LIFE_DAYS = 0.01
+
+
+def _days(value: int | None) -> int | None:
+    return None if value is None else min(value, MAX_DAYS)
+
+
 @dataclass(frozen=True)
 class RetentionPolicy:
     """Per tenant (``tenant_settings``); None switches a rule off."""
@@ -49,7 +59,15 @@ async def retention_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str) -
             (tenant_id,),
         )
         row = await cur.fetchone()
-    return RetentionPolicy(**row) if row else RetentionPolicy()
+    if not row:
+        return RetentionPolicy()
+    half_life = row["decay_half_life_days"]
+    return RetentionPolicy(
+        compact_after_days=_days(row["compact_after_days"]), min_importance=row["min_importance"],
+        max_age_days=_days(row["max_age_days"]), max_per_user=row["max_per_user"],
+        unaccessed_days=_days(row["unaccessed_days"]),
+        decay_half_life_days=None if half_life is None else min(max(half_life, MIN_HALF_LIFE_DAYS), MAX_DAYS),
+    )  # fmt: skip
 
 
 async def put_retention_policy(conn: psycopg.AsyncConnection[Any], tenant_id: str, policy: RetentionPolicy) -> None:
@@ -213,11 +231,12 @@ class ForgetReport:
         return sorted({i for ids in self.by_rule.values() for i in ids})
 
 
-#: Each episode with its decayed score, importance·exp(-λ·age in days), and when it was last
+#: Each episode with its decayed score, importance·exp(-λ·age in days) (the exponent floored
+#: at -700: a far smaller score is as good as 0, and exp would underflow), and when it was last
 #: touched (read, or else written).
 _MIN_IMPORTANCE = """
 SELECT event_id FROM episodes
-WHERE importance * exp(-%(lambda)s * extract(epoch FROM now() - created_at) / 86400.0) < %(min)s
+WHERE importance * exp(greatest(-700.0, -%(lambda)s * extract(epoch FROM now() - created_at) / 86400.0)) < %(min)s
 """
 _UNACCESSED = """
 SELECT event_id FROM episodes
@@ -227,7 +246,8 @@ _OVER_QUOTA = """
 SELECT event_id FROM (
     SELECT event_id, row_number() OVER (
         PARTITION BY user_id
-        ORDER BY importance * exp(-%(lambda)s * extract(epoch FROM now() - created_at) / 86400.0) DESC,
+        ORDER BY importance * exp(greatest(-700.0, -%(lambda)s * extract(epoch FROM now() - created_at) / 86400.0))
+                 DESC,
                  created_at DESC
     ) AS rank
     FROM episodes

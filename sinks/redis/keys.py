@@ -63,8 +63,10 @@ def request_key(tenant_id: str, user_id: str, session_id: str) -> str:
 # --- permissions, limits, workers ------------------------------------------------------------
 
 
-def grant_key(tenant_id: str, session_id: str, command_sha256: str) -> str:
-    return redis_key("allow", (tenant_id, session_id), command_sha256)
+def grant_key(tenant_id: str, session_id: str, grant_sha256: str) -> str:
+    """An allow-once grant: ``grant_sha256`` hashes what else it is bound to — the project
+    (or none), the agent (or any), the tool and the command (``sinks/redis/grants.py``)."""
+    return redis_key("allow", (tenant_id, session_id), grant_sha256)
 
 
 def rate_limit_key(scope: str, subject: str) -> str:

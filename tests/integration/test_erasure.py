@@ -46,6 +46,10 @@ async def test_an_erased_user_is_gone_and_stays_gone(
 ) -> None:
     turns = history(tenant)
     turns[0]["content"] += " I prefer dark mode and deploy with rsync."  # long-term memory too: facts
+    # The same statement twice: a merge, whose audit record once carried the fact's text.
+    same = f"{ERASED} said {SECRET_WORDS} again: I prefer dark mode, {SECRET_WORDS} edition."
+    turns[2]["content"] = turns[4]["content"] = same
+    turns[4]["session_id"] = turns[2]["session_id"]  # one partition: applied in order, so the second merges
     await post_turns(gateway, turns)
     outcome = {
         "agent_id": "agent-1",
@@ -64,6 +68,12 @@ async def test_an_erased_user_is_gone_and_stays_gone(
         return len(response.json()["facts"]) >= 1
 
     await eventually(facts_stored, timeout_s=60)
+
+    def merged() -> bool:
+        with stack.db(tenant) as conn:
+            return conn.execute("SELECT count(*) FROM audit_log WHERE action = 'memory.merge'").fetchone() != (0,)
+
+    await eventually(merged, timeout_s=60)
     client = redis.Redis.from_url(stack.settings.require_redis_url())
     erased_sessions = sorted({str(t["session_id"]) for t in turns if t["user_id"] == ERASED})
     assert all(client.exists(buffer_key(tenant, ERASED, s)) for s in erased_sessions)
@@ -77,7 +87,7 @@ async def test_an_erased_user_is_gone_and_stays_gone(
     response = await gateway.post(f"/v1/users/{ERASED}/erase")
     assert response.status_code == 200, response.text
     body = response.json()
-    assert (body["episodes"], body["events"], body["sessions"], body["buffers"]) == (5, 4, 4, 4)
+    assert (body["episodes"], body["events"], body["sessions"], body["buffers"]) == (5, 4, 3, 3)
 
     def leftovers() -> list[str]:
         return tables_containing(stack, [SECRET_WORDS, ERASED])

@@ -267,3 +267,95 @@ async def test_an_agents_admin_key_cannot_act_for_the_whole_tenant(
         ]
     assert [r.status_code for r in attempts] == [403] * len(attempts)
     assert all(r.json()["error"]["code"] == "tenant_key_required" for r in attempts)
+
+
+# --- the second attack (red team, from the README alone) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/tenant/retention", {"decay_half_life_days": 1e20}),
+        ("/v1/tenant/retention", {"decay_half_life_days": 1e-200}),
+        ("/v1/tenant/retention", {"max_age_days": 2**31}),
+        ("/v1/tenant/retention", {"compact_after_days": 100_000_000}),
+        ("/v1/tenant/retention", {"unaccessed_days": 100_000_000}),
+        ("/v1/tenant/retention", {"max_per_user": 2**63}),
+        ("/v1/tenant/ranking", {"vector_weight": 2.86e-221}),
+        ("/v1/tenant/ranking", {"half_life_days": 1e-300}),
+    ],
+)
+async def test_numbers_out_of_what_the_stores_and_date_arithmetic_hold_are_refused(
+    gateway: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> None:
+    response = await gateway.put(path, json=body)
+    assert response.status_code == 422, response.text
+
+
+async def test_settings_stored_before_the_bounds_are_read_within_them(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    with stack.owner_db(tenant) as conn:
+        conn.execute(
+            "INSERT INTO tenant_settings (tenant_id, max_age_days, unaccessed_days, min_importance,"
+            " decay_half_life_days) VALUES (%s, 100000000, 100000000, 0.5, 1e-10)",
+            (tenant,),
+        )
+    preview = await gateway.get("/v1/tenant/retention/preview")
+    assert preview.status_code == 200, preview.text
+
+
+async def test_a_huge_number_in_an_audit_record_does_not_stop_the_relay(
+    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    with stack.owner_db(tenant) as conn:
+        conn.execute(
+            "INSERT INTO audit_log (tenant_id, actor, action, detail) VALUES (%s, 'test', 'test.huge', %s)",
+            (tenant, '{"n": 100000000000000000000}'),
+        )
+    await post_turns(gateway, [turn(tenant, "s1", "still ingesting")])
+
+    def relayed() -> bool:
+        with stack.superuser_db() as conn:
+            return conn.execute("SELECT count(*) FROM audit_outbox WHERE tenant_id = %s", (tenant,)).fetchone() == (0,)
+
+    await eventually(relayed, timeout_s=30)
+    await eventually(lambda: count_rows(stack, "episodes", tenant) == 1)
+    assert running_worker.process.running
+
+
+async def test_ids_with_a_slash_can_be_read_erased_and_given_consent(
+    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    await post_turns(gateway, [turn(tenant, "team/s1", "org eve says hello", user_id="org/eve")])
+    await eventually(lambda: count_rows(stack, "episodes", tenant) == 1)
+    buffer = await gateway.get("/v1/sessions/team%2Fs1/buffer", params={"user_id": "org/eve"})
+    assert buffer.status_code == 200 and [t["content"] for t in buffer.json()["turns"]] == ["org eve says hello"]
+    history = await gateway.get("/v1/entities/ci%2Fcd/history", params={"user_id": "org/eve"})
+    assert history.status_code == 200
+    erased = await gateway.post("/v1/users/org%2Feve/erase")
+    assert erased.status_code == 200 and erased.json()["episodes"] == 1, erased.text
+    assert count_rows(stack, "episodes", tenant) == 0
+    assert (await gateway.post("/v1/users/org/eve/consent")).status_code == 200
+
+
+async def test_tool_outcomes_are_private_to_their_agent_by_default_and_errors_name_the_field(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway_app: FastAPI, tenant: str
+) -> None:
+    one = stack.key(tenant, agent="ag1", scopes=("ingest", "read"))
+    two = stack.key(tenant, agent="ag2", scopes=("ingest", "read"))
+    event = {"user_id": "u", "session_id": "s", "skill": "deploy", "status": "failure", "feedback": "AG1SECRET"}
+    async with client_for(gateway_app, one) as a1, client_for(gateway_app, two) as a2:
+        assert (await a1.post("/v1/tool-events", json=event)).status_code == 202
+
+        async def recorded() -> bool:
+            found = await a1.get("/v1/skills/best", params={"user_id": "u", "task": "deploy"})
+            return bool(found.json()["skills"])
+
+        await eventually(recorded, timeout_s=60)
+        assert (await a2.get("/v1/skills/best", params={"user_id": "u", "task": "deploy"})).json()["skills"] == []
+        assert "AG1SECRET" not in (await a2.get("/v1/search", params={"user_id": "u", "q": "deploy"})).text
+        long_steps = await a1.post("/v1/tool-events", json={**event, "steps": ["a" * 100] * 50})
+        assert long_steps.status_code == 422 and "steps" in long_steps.text and "metadata" not in long_steps.text
+        blank = await a1.post("/v1/tool-events", json={**event, "skill": " "})
+        assert blank.status_code == 422 and "skill" in blank.text and "tool_name" not in blank.text

@@ -67,7 +67,10 @@ async def test_a_chained_command_is_allowed_only_when_every_part_is(gateway: htt
     both = await evaluate(gateway, "pytest --timeout=30 && ls -la")
     assert (both["decision"], both["rule_id"]) == ("ALLOW", allow_pytest)
     quoted = await evaluate(gateway, "pytest --timeout=30 -k 'a; b'")
-    assert quoted["decision"] == "ALLOW", "an operator inside quotes does not split the command"
+    assert (quoted["decision"], quoted["tier"]) == ("PENDING", "none"), "an operator cuts even inside quotes"
+    assert "b'" in str(quoted["reason"])
+    redirected = await evaluate(gateway, "pytest --timeout=30 2>&1")
+    assert (redirected["decision"], redirected["rule_id"]) == ("ALLOW", allow_pytest), "2>&1 is a redirection"
 
 
 async def test_project_rules_come_before_global_ones_and_order_counts(gateway: httpx.AsyncClient) -> None:

@@ -7,31 +7,53 @@ them, no secret may be found anywhere: not in any text of any table (read as sup
 past row-level security), not in any Redis key or value, not in the turns topic, not in
 what search, context or the buffer answer. An identifier carrying a secret is refused with
 a 422 that names the field.
+
+The second red team's findings, through the same stack: tabs and line breaks inside numbers,
+key names glued to a secret word, command-line credentials, values longer than any cap,
+URL passwords holding ``/``, e-mail and phone forms under the tenant's policy; identifiers
+refused at every endpoint (permissions included, and personal data under the policy); a
+turn that redaction would make too long refused (gateway) or dead-lettered (worker), never
+truncated; and a 4 MiB adversarial request that does not stall ``/healthz``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import time
 import uuid
 from typing import Any
 
 import httpx
+import orjson
 import psycopg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from memstream.privacy import redact
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
 from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import avro_record, count_rows, turn
 from tests.integration.test_bad_input import dlq_records
-from tests.strategies.secrets import ATTACKER_EXAMPLES, Secret, cases, disguised, leaks, pinned
+from tests.strategies.secrets import (
+    ATTACKER_EXAMPLES,
+    RED_TEAM_EXAMPLES,
+    RED_TEAM_PERSONAL,
+    Secret,
+    cases,
+    disguised,
+    leaks,
+    pinned,
+)
 
 CASES = ATTACKER_EXAMPLES + tuple(pinned(cases(), 24))
-#: Short, one-line secrets for tags (64 characters), tool names and metadata keys (128).
+#: Short, one-line secrets for tags (64 characters), tool names and metadata keys (128), that
+#: fit their limits once redacted too (a field that redaction makes too long is refused).
 ONE_LINE = [
     s
     for s in pinned(disguised(), 80)
-    if "\n" not in s.text and "\t" not in s.text and len(s.text) <= 60 and s.kind != "private_key"
+    if not any(c in s.text for c in "\n\t\r") and len(redact(s.text)[0]) <= 60 and s.kind != "private_key"
 ][:12]
 SESSION = "s-privacy"
 GHP = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
@@ -243,3 +265,175 @@ async def test_the_worker_dead_letters_a_direct_record_whose_identifier_carries_
     with stack.db(tenant) as conn:
         row = conn.execute("SELECT content, tags FROM episodes").fetchone()
     assert row == ("card [REDACTED:card_number]", ["redis://:[REDACTED:connection_secret]@h"])
+
+
+# --- the second red team ----------------------------------------------------------------------
+
+
+async def test_the_second_red_teams_forms_are_stored_and_served_nowhere(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Each example as a turn's content (personal data with the tenant's policy on), a
+    command-line credential in a tool event's steps and feedback: nothing of them in any
+    table, Redis, the turns topic or any answer."""
+    policy = await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": True})
+    assert policy.status_code == 200, policy.text
+    examples = RED_TEAM_EXAMPLES + RED_TEAM_PERSONAL
+    bodies = [turn(tenant, SESSION, case.text) for case in examples]
+    response = await gateway.post("/v1/turns", json={"turns": bodies})
+    assert response.status_code == 202, response.text
+    event = {
+        "agent_id": "agent-1", "user_id": "user-1", "session_id": SESSION, "skill": "deploy", "status": "failure",
+        "feedback": "ran: redis-cli -a zqEventRedis1 ping", "steps": ["htpasswd -b f admin zqEventHt1", "docker login -p zqEventDocker1 r"],
+    }  # fmt: skip
+    assert (await gateway.post("/v1/tool-events", json=event)).status_code == 202
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == len(bodies) + 1)
+    await eventually(lambda: count_rows(stack, "episodes", tenant) >= len(bodies) + 1, timeout_s=30)
+    secrets = [case.secret for case in examples] + [
+        Secret("cli", "", needles=(n,)) for n in ("zqEventRedis1", "zqEventHt1", "zqEventDocker1")
+    ]
+    stored, cached, ours, served = (
+        postgres_texts(stack, tenant), redis_texts(stack), await kafka_texts(stack, tenant), await api_texts(gateway)
+    )  # fmt: skip
+    cached = [(where, text) for where, text in cached if tenant in where]  # other tests' numbers are theirs
+    assert cached and len(ours) == len(bodies) + 1
+    assert any("[REDACTED:cli_password]" in text for _, text in ours)
+    assert found_in(stored, secrets) == []
+    assert found_in(cached, secrets) == []
+    assert found_in(ours, secrets) == [], "raw secrets reached Kafka"
+    assert found_in(served, secrets) == []
+
+
+async def test_identifiers_are_refused_at_every_endpoint(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Permissions (evaluate, allow-once, rules) refuse the identifiers turns refuse, naming
+    the field, and audit none of them; under a policy that redacts e-mail and phone numbers,
+    an identifier that is or contains one is refused too (turns, tool events, permissions)."""
+    refused = [
+        ("/v1/permissions/evaluate", {"session_id": GHP, "tool": "shell", "command": "ls"}, "session_id"),
+        ("/v1/permissions/evaluate", {"session_id": "4111111111111111", "tool": "shell", "command": "ls"}, "session_id"),
+        ("/v1/permissions/evaluate", {"session_id": "s1", "tool": "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "command": "ls"}, "tool"),
+        ("/v1/permissions/evaluate", {"session_id": "s1", "project_id": "AKIAIOSFODNN7EXAMPLE", "tool": "shell", "command": "ls"}, "project_id"),
+        ("/v1/permissions/allow-once", {"session_id": "xoxb-123456789012-abcdefghij", "tool": "shell", "command": "ls"}, "session_id"),
+        ("/v1/permissions/allow-once", {"session_id": "s1", "tool": "glpat-abcdefghij1234567890", "command": "ls"}, "tool"),
+        ("/v1/permissions/rules", {"tool": GHP, "effect": "ALLOW", "pattern": "^ls$"}, "tool"),
+    ]  # fmt: skip
+    for path, body, field in refused:
+        response = await gateway.post(path, json=body)
+        assert response.status_code == 422, (path, field, response.text)
+        assert [d["loc"][-1] for d in response.json()["error"]["details"]] == [field]
+        assert str(body[field]) not in response.text
+    with stack.superuser_db() as conn:
+        audited = conn.execute("SELECT detail::text, subject FROM audit_log WHERE tenant_id = %s", (tenant,)).fetchall()
+    for _, body, field in refused:
+        assert not any(str(body[field]) in f"{d} {s}" for d, s in audited)
+    # Personal data, once the tenant's policy redacts it.
+    assert (
+        await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": True})
+    ).status_code == 200
+    personal = [
+        ("/v1/turns", turn(tenant, "s1", "hello", user_id="alice@example.com"), "user_id"),
+        ("/v1/turns", turn(tenant, "tel-4155552671", "hello"), "session_id"),
+        ("/v1/tool-events", {"user_id": "u1", "session_id": "bob@localhost", "skill": "x", "status": "success",
+                             "agent_id": "agent-1"}, "session_id"),
+        ("/v1/permissions/evaluate", {"session_id": "s-0044-20-7946-0958", "tool": "shell", "command": "ls"}, "session_id"),
+        ("/v1/permissions/evaluate", {"session_id": "s1", "project_id": "crm:alice@example.com", "tool": "shell", "command": "ls"}, "project_id"),
+    ]  # fmt: skip
+    for path, body, field in personal:
+        response = await gateway.post(path, json=body)
+        assert response.status_code == 422, (path, field, response.text)
+        assert field in [d["loc"][-1] for d in response.json()["error"]["details"]], response.text
+        assert "personal data" in response.text and str(body[field]) not in response.text
+    assert count_rows(stack, "event_log", tenant) == 0
+
+
+async def test_a_turn_that_redaction_would_make_too_long_is_refused_not_truncated(
+    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """30,058 characters of mostly ``pwd=a`` lines is within the limit; redacted, 120,058: a
+    422 naming the field and saying that redaction made it longer (it was once stored cut at
+    32,000 characters, its end lost). The same through Kafka directly: dead-lettered with the
+    reason. A turn that still fits once redacted is stored whole."""
+    content = "STARTMARKER\n" + "pwd=a\n" * 5000 + "ENDMARKER the deploy key rotation is on friday"
+    assert len(content) == 30_058
+    response = await gateway.post(
+        "/v1/turns", json={"turns": [turn(tenant, "s1", "fine"), turn(tenant, "s1", content)]}
+    )
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert [d["loc"] for d in error["details"]] == [["turns", "1", "content"]]
+    assert "redaction made it longer" in error["message"] and "refused rather than truncated" in error["message"]
+    tags = turn(tenant, "s1", "ok", tags=["x" * 55 + " pwd=a"])
+    response = await gateway.post("/v1/turns", json=tags)
+    assert response.status_code == 422 and response.json()["error"]["details"][0]["loc"] == ["turns", "0", "tags", "0"]
+    event = {"agent_id": "agent-1", "user_id": "user-1", "session_id": "s1", "skill": "deploy", "status": "failure",
+             "feedback": "pwd=a\n" * 660}  # fmt: skip
+    response = await gateway.post("/v1/tool-events", json=event)
+    assert response.status_code == 422 and "redaction made it longer" in response.text
+    # Fits once redacted: stored whole, its end included.
+    whole = "STARTMARKER\n" + "pwd=a\n" * 1000 + "ENDMARKER the deploy key rotation is on friday"
+    assert (await gateway.post("/v1/turns", json=turn(tenant, "s1", whole))).status_code == 202
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
+    with stack.db(tenant) as conn:
+        (stored,) = conn.execute("SELECT content FROM episodes").fetchone() or ("",)
+    assert str(stored).endswith("ENDMARKER the deploy key rotation is on friday") and "pwd=a\n" not in str(stored)
+    # Through Kafka directly: the dead-letter topic, with the reason.
+    marker = uuid.uuid4().hex
+    record = avro_record(tenant, f"{marker}\n" + "pwd=a\n" * 5000, session="s1")
+    producer = AIOKafkaProducer(bootstrap_servers=stack.settings.require_kafka(), enable_idempotence=False)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topics.TURNS, key=turn_key(tenant, "s1"), value=turn_event_codec().encode(record))
+    finally:
+        await producer.stop()
+    found: list[Any] = []
+
+    async def dead_lettered() -> bool:
+        found[:] = await dlq_records(stack, marker.encode())
+        return len(found) == 1
+
+    await eventually(dead_lettered, timeout_s=30)
+    headers = dict(found[0].headers)
+    assert "redaction made it longer" in headers[topics.DLQ_REASON].decode()
+    assert headers[topics.DLQ_STAGE] == b"redact"
+    assert count_rows(stack, "event_log", tenant) == 1
+
+
+async def test_healthz_answers_while_a_4_mib_adversarial_request_is_redacted(
+    gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Redaction of a large request runs off the event loop: ``/healthz`` answers within a
+    second throughout (it once timed out while a 1.28 MB batch was filtered for 5.46 s). The
+    costliest families per KB (``bench/privacy.py``), 4 MiB in all: seconds of filtering,
+    which on the event loop would stall every other request that long."""
+    assert (
+        await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": True})
+    ).status_code == 200
+    units = ("a@", "1 ", "mysql -p", "--token ", "a@", "123-45-")
+    bodies = [turn(tenant, "s-big", (units[i % len(units)] * 16_000)[:31_000]) for i in range(130)]
+    size = len(orjson.dumps({"turns": bodies}))
+    assert 3.5 * 2**20 < size < 4 * 2**20
+    stamps: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            assert (await gateway.get("/healthz")).status_code == 200
+            stamps.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    prober = asyncio.create_task(probe())
+    await asyncio.sleep(0.05)
+    started = time.perf_counter()
+    response = await gateway.post("/v1/turns", json={"turns": bodies})
+    took = time.perf_counter() - started
+    done.set()
+    await prober
+    assert response.status_code in (202, 422), response.text
+    # The longest the event loop went without answering /healthz while the request ran.
+    during = [t for t in stamps if t >= started]
+    gaps = [b - a for a, b in itertools.pairwise([started, *during, started + took])]
+    assert took > 1.0, took  # long enough to matter
+    assert max(gaps) < 1.0, (took, sorted(gaps)[-3:])
+    assert len(during) > 10, (took, len(during))

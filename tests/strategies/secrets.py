@@ -32,7 +32,8 @@ class Secret:
     text: str
     #: ASCII strings that must appear neither in the output nor in its normalised view.
     needles: tuple[str, ...] = ()
-    #: For card numbers: no 8 of these digits in a row may be left in the output's digits.
+    #: For numbers (cards, national ids, phones): no 8 of these digits in a row (all of them,
+    #: when there are fewer) may be left in the output's digits.
     digits: str = ""
 
 
@@ -50,7 +51,8 @@ def leaks(secret: Secret, output: str) -> list[str]:
     found = [n for n in secret.needles if any(n in v for v in views)]
     if secret.digits:
         out_digits = "".join(ch for ch in views[1] if ch.isdigit())
-        windows = {secret.digits[i : i + 8] for i in range(len(secret.digits) - 7)}
+        size = min(8, len(secret.digits))
+        windows = {secret.digits[i : i + size] for i in range(len(secret.digits) - size + 1)}
         found.extend(w for w in sorted(windows) if w in out_digits)
     return found
 
@@ -88,7 +90,8 @@ def _b64url(data: bytes) -> str:
 
 _CARD_PREFIXES = (("4", 16), ("4", 13), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15),
                   ("6011", 16), ("358", 16), ("62", 19), ("36", 14))  # fmt: skip
-CARD_SEPARATORS = ("", " ", ".", "-", "\u2013", "\u2014", "\u00a0", "  ", "\u2009", "\u202f", "\u3000", ". ")
+CARD_SEPARATORS = ("", " ", ".", "-", "\u2013", "\u2014", "\u00a0", "  ", "\u2009", "\u202f", "\u3000", ". ", "\t", "\n",
+                   "\r\n")  # fmt: skip
 
 
 def card_number(prefix: str, length: int, body: str) -> str:
@@ -180,7 +183,7 @@ SCHEMES = ("redis", "rediss", "postgres", "postgresql", "mysql", "mongodb+srv", 
 def url_credentials(draw: st.DrawFn) -> Secret:
     scheme = _case(draw(st.sampled_from(SCHEMES)), draw(st.sampled_from(("lower", "upper", "title"))))
     user = draw(st.sampled_from(("", "app", "u", "admin")))
-    password = "zq" + draw(_token(_ALNUM + "!$*_~-.", 2, 20))
+    password = "zq" + draw(_token(_ALNUM + "!$*_~-./+=", 2, 20))
     host = draw(st.sampled_from(("host", "db.internal:5432", "10.0.0.7", "cache")))
     path = draw(st.sampled_from(("", "/0", "/app?sslmode=require")))
     return Secret("connection_secret", f"{scheme}://{user}:{password}@{host}{path}", needles=(password,))
@@ -270,6 +273,146 @@ def jwts(draw: st.DrawFn) -> Secret:
     return Secret("jwt", f"{glue}{header}.{payload}.{signature}", needles=(payload,))
 
 
+# --- national ids --------------------------------------------------------------------------------
+
+#: Separators inside written numbers: spaces, tabs, line breaks (and dashes where they are usual).
+NUMBER_SEPARATORS = (" ", "\t", "\n", "\r\n", "-")
+
+
+def thai_id(body: str) -> str:
+    """A valid Thai national id: a first digit 1-8, eleven of ``body``'s, then the checksum."""
+    digits = ("1" + body + "0" * 11)[:12]
+    return digits + str((11 - sum(int(d) * (13 - i) for i, d in enumerate(digits)) % 11) % 10)
+
+
+@st.composite
+def national_ids(draw: st.DrawFn) -> Secret:
+    form = draw(st.sampled_from(("ssn", "nino", "thai", "thai_grouped")))
+    sep = draw(st.sampled_from(NUMBER_SEPARATORS))
+    if form == "ssn":
+        area = draw(st.integers(1, 665).filter(lambda a: a != 666))
+        digits = f"{area:03d}{draw(st.integers(1, 99)):02d}{draw(st.integers(1, 9999)):04d}"
+        return Secret("national_id", sep.join((digits[:3], digits[3:5], digits[5:])), digits=digits)
+    if form == "nino":
+        letters = draw(st.sampled_from(("AB", "CE", "JK", "ZY", "WT")))
+        digits = draw(_token("0123456789", 6))
+        suffix = draw(st.sampled_from("ABCD"))
+        sep = draw(st.sampled_from(("", " ", "-", "\t")))
+        text = sep.join((letters, digits[:2], digits[2:4], digits[4:], suffix))
+        return Secret("national_id", _case(text, draw(st.sampled_from(("upper", "lower")))), digits=digits)
+    digits = thai_id(draw(_token("0123456789", 11)))
+    if form == "thai":
+        return Secret("national_id", digits, digits=digits)
+    return Secret(
+        "national_id", sep.join((digits[0], digits[1:5], digits[5:10], digits[10:12], digits[12])), digits=digits
+    )
+
+
+# --- key names that say a secret follows ------------------------------------------------------
+
+#: Secret words a key name may contain, glued to anything before or after them.
+NAME_WORDS = ("password", "passwd", "pwd", "secret", "token", "api_key", "apikey", "access_key", "auth",
+              "credential", "private_key", "session_token", "Password", "PASSWORD", "Secret", "Token", "ApiKey")  # fmt: skip
+NAME_PREFIXES = ("", "PG", "my", "DB_", "app.", "x-", "AWS_SESSION_", "db", "client_", "MYSQL_")
+NAME_SUFFIXES = ("", "_value", "1", "Value", "-b64")
+
+
+@st.composite
+def glued_key_values(draw: st.DrawFn) -> Secret:
+    """``PGPASSWORD=…``, ``mypassword: …``, ``"AWS_SESSION_TOKEN": "…"``: any name containing a secret word."""
+    word = draw(st.sampled_from(NAME_WORDS))
+    if word in ("auth",):  # "auth" glued to what follows could spell "author"
+        suffix = draw(st.sampled_from(("", "_value", "1")))
+    else:
+        suffix = draw(st.sampled_from(NAME_SUFFIXES))
+    name = draw(st.sampled_from(NAME_PREFIXES)) + word + suffix
+    value = "zq" + draw(_token(_ALNUM + "+/=_-", 4, 40))
+    form = draw(st.sampled_from(("=", ": ", "json", "single")))
+    if form == "json":
+        return Secret("password", json.dumps({name: value}), needles=(value,))
+    if form == "single":
+        return Secret("password", f"'{name}': '{value}'", needles=(value,))
+    return Secret("password", f"{name}{form}{value}", needles=(value,))
+
+
+@st.composite
+def long_values(draw: st.DrawFn) -> Secret:
+    """A secret longer than any cap the filter once had: its head and tail must both go."""
+    size = draw(st.sampled_from((300, 513, 800, 2000, 3000)))
+    body = "zq" + draw(_token(_ALNUM, 40)) * (size // 40 + 1)
+    body = body[:size]
+    form = draw(st.sampled_from(("key", "json", "url_password", "url_user", "env", "bearer")))
+    text = {
+        "key": f"password={body}",
+        "json": json.dumps({"SessionToken": body}),
+        "url_password": f"postgres://app:{body}@db/x",
+        "url_user": f"postgres://{'u' * 300}:{body}@db/x",
+        "env": f"AWS_SESSION_TOKEN={body}",
+        "bearer": f"Authorization: Bearer {body}",
+    }[form]
+    return Secret("password", text, needles=(body[:24], body[-24:]))
+
+
+# --- command lines ------------------------------------------------------------------------------
+
+
+@st.composite
+def command_lines(draw: st.DrawFn) -> Secret:
+    """The credential forms command lines carry, in content, tool events and audited commands."""
+    value = "zq" + draw(_token(_ALNUM + "_.!", 4, 24))
+    dash = draw(st.sampled_from(("--", "\uff0d\uff0d", "\u2013\u2013")))
+    form = draw(st.sampled_from((
+        "mysql -u root -p{v} shop", "mysqldump -p{v} db", "sshpass -p {v} ssh deploy", "sshpass -p{v} scp f h:",
+        "curl -u admin:{v} https://x", "wget --user bob:{v} u", "{d}token {v}", "{d}api-key {v}", "{d}password={v}",
+        "mytool {d}password {v}", "PGPASSWORD={v} psql -h db", "export DB_TOKEN={v}", "Cookie: session={v}; theme=dark",
+        "curl -H 'Cookie: sid={v}' u", "curl -H 'X-Auth-Token: {v}' u", "docker login -u a -p {v} registry",
+        "podman login -p {v} r", "redis-cli -a {v} ping", "mongosh -u u -p {v} db", "sqlcmd -S s -U sa -P {v}",
+        "htpasswd -b file user {v}", "htpasswd -nb user {v}", "aws configure set aws_secret_access_key {v}",
+        "aws configure set aws_session_token {v}", "git config --global user.password {v}",
+        "ldapsearch -x -w {v} -b dc", "openssl rsa -passin pass:{v} -in k", "keytool -storepass {v} -list",
+        "smbclient -U bob%{v} //h/s", "ssh-keygen -N {v} -f k", "zip -P {v} a.zip f",
+    )))  # fmt: skip
+    return Secret("cli", form.format(v=value, d=dash), needles=(value,))
+
+
+# --- personal data (only under a policy that redacts it) -------------------------------------
+
+
+@st.composite
+def emails(draw: st.DrawFn) -> Secret:
+    form = draw(st.sampled_from(("plain", "plus", "quoted", "idn", "localhost", "subdomain")))
+    local = "zq" + draw(_token("abcdefghijklmnopqrstuvwxyz", 2, 10))
+    text = {
+        "plain": f"{local}@example.com",
+        "plus": f"{local}+tag@mail.example.co.uk",
+        "quoted": f'"{local} doe"@example.com',
+        "idn": f"{local}\u03b4\u03bf\u03ba@\u03c0\u03b1\u03c1\u03ac\u03b4\u03b5\u03b9\u03b3\u03bc\u03b1.\u03b4\u03bf\u03ba\u03b9\u03bc\u03ae",
+        "localhost": f"{local}@localhost",
+        "subdomain": f"{local}@eu.corp.example.org",
+    }[form]
+    return Secret("email", text, needles=(local,))
+
+
+@st.composite
+def phones(draw: st.DrawFn) -> Secret:
+    sep = draw(st.sampled_from((" ", "-", ".", "\t", "\n", "")))
+    form = draw(st.sampled_from(("nanp", "nanp_plain", "intl", "intl00", "fr", "uk", "th")))
+    d = draw(_token("0123456789", 10))
+    text = {
+        "nanp": sep.join(("415", "555", "2" + d[:3])),
+        "nanp_plain": "415555" + "2" + d[:3],
+        "intl": sep.join(("+44", "20", "79" + d[:2], d[2:6])),
+        "intl00": sep.join(("0044", "20", "79" + d[:2], d[2:6])),
+        "fr": sep.join(("06", d[:2], d[2:4], d[4:6], d[6:8])),
+        "uk": sep.join(("020", "79" + d[:2], d[2:6])) if sep else "020" + "79" + d[:2] + d[2:6],
+        "th": sep.join(("081", d[:3], d[3:7])) if sep else "081" + d[:3] + d[3:7],
+    }[form]
+    return Secret("phone", text, digits="".join(c for c in text if c.isdigit()))
+
+
+PERSONAL_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {"email": emails(), "phone": phones()}
+
+
 SECRET_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {
     "card_number": card_numbers(),
     "password_line": password_lines(),
@@ -281,6 +424,10 @@ SECRET_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {
     "bearer_token": bearer_tokens(),
     "api_key": api_keys(),
     "jwt": jwts(),
+    "national_id": national_ids(),
+    "glued_key_value": glued_key_values(),
+    "long_value": long_values(),
+    "command_line": command_lines(),
 }
 secrets = st.one_of(*SECRET_STRATEGIES.values())
 
@@ -406,3 +553,77 @@ def pinned(strategy: st.SearchStrategy[T], n: int) -> list[T]:
 
     collect()
     return drawn[:n]
+
+
+# --- the second red team's examples (each class is also drawn by a strategy above) --------------
+
+_B64_800 = ("Zm9vYmFyYmF6cXV4" * 50)[:800]
+
+
+def _needles(kind: str, text: str, *needles: str) -> Case:
+    return Case(text, Secret(kind, "", needles=needles))
+
+
+def _digits_case(text: str, digits: str) -> Case:
+    return Case(text, Secret("number", "", digits=digits))
+
+
+RED_TEAM_EXAMPLES: tuple[Case, ...] = (
+    # separators inside numbers: tabs and line breaks
+    _digits_case("card 4111\t1111\t1111\t1111 ok", _CARD),
+    _digits_case("card 4111\n1111\n1111\n1111 ok", _CARD),
+    _digits_case("card 4111\\t1111\\t1111\\t1111 ok", _CARD),
+    _digits_case("ssn 536\t22\t1234 ok", "536221234"),
+    _digits_case("ssn 536 22 1234 ok", "536221234"),
+    _digits_case("ssn 536\n22\n1234", "536221234"),
+    _digits_case("nino AB\t12\t34\t56\tC", "123456"),
+    _digits_case("nino AB-12-34-56-C ok", "123456"),
+    _digits_case("nino ab123456c ok", "123456"),
+    _digits_case("thai 1101700230708 ok", "1101700230708"),
+    # key names glued to their secret word
+    _needles("password", "PGPASSWORD=zqPgHunter2", "zqPgHunter2"),
+    _needles("password", "mypassword=zqMyHunter2", "zqMyHunter2"),
+    _needles("password", "export MYSECRET_TOKEN=zqToken1 && run", "zqToken1"),
+    _needles("password", '{"clientSecretValue": "zqClient1"}', "zqClient1"),
+    # command-line credentials
+    _needles("cli", "mysql -u root -pzqMysql1 shop", "zqMysql1"),
+    _needles("cli", "sshpass -p zqSshpass1 ssh deploy@host", "zqSshpass1"),
+    _needles("cli", "curl -u admin:zqCurl1 https://api.example.com", "zqCurl1"),
+    _needles("cli", "gh auth login --token zqGhToken1", "zqGhToken1"),
+    _needles("cli", "tool --api-key zqApiKey1 run", "zqApiKey1"),
+    _needles("cli", "PGPASSWORD=zqPsql1 psql -h db", "zqPsql1"),
+    _needles("cli", "Cookie: session=zqCookie1; theme=dark", "zqCookie1"),
+    _needles("cli", "docker login -u admin -p zqDocker1 registry.example.com", "zqDocker1"),
+    _needles("cli", "redis-cli -a zqRedis1 ping", "zqRedis1"),
+    _needles("cli", "mongosh -u admin -p zqMongo1 db", "zqMongo1"),
+    _needles("cli", "sqlcmd -S db -U sa -P zqSqlcmd1", "zqSqlcmd1"),
+    _needles("cli", "htpasswd -b /etc/nginx/.htpasswd admin zqHtpasswd1", "zqHtpasswd1"),
+    _needles("cli", "aws configure set aws_secret_access_key zqAwsSecret1", "zqAwsSecret1"),
+    _needles("cli", "mytool \uff0d\uff0dpassword zqFullwidth1", "zqFullwidth1"),
+    # no length cap: every value redacted whole
+    _needles("connection_secret", f"postgres://app:zq{'p' * 300}X@db/x", "pppppppppppppppppppppX"),
+    _needles("connection_secret", f"postgres://{'u' * 300}:zqLongUser1@db/x", "zqLongUser1"),
+    _needles("password", f"password=zq{'a' * 700}Tail1", "aaaaaaaaaaTail1"),
+    _needles("password", f"token=zq{'b' * 700}Tail2", "bbbbbbbbbbTail2"),
+    _needles("password", f"AWS_SESSION_TOKEN={_B64_800}", _B64_800[:24], _B64_800[-24:]),
+    _needles("password", json.dumps({"SessionToken": _B64_800}), _B64_800[:24], _B64_800[-24:]),
+    # URL passwords holding a slash
+    _needles("connection_secret", "postgres://app:Zm9v+YmFy/YmF6==@db", "Zm9v+YmFy", "YmF6=="),
+    _needles("connection_secret", "postgres://u:Hunt/er2Secret@host", "Hunt/er2Secret", "er2Secret"),
+)
+
+#: Personal data: redacted (and refused in identifiers) only under a policy that asks for it.
+RED_TEAM_PERSONAL: tuple[Case, ...] = (
+    _needles(
+        "email",
+        "write to \u03b4\u03bf\u03ba\u03b9\u03bc\u03ae@\u03c0\u03b1\u03c1\u03ac\u03b4\u03b5\u03b9\u03b3\u03bc\u03b1.\u03b4\u03bf\u03ba\u03b9\u03bc\u03ae today",
+        "\u03b4\u03bf\u03ba\u03b9\u03bc\u03ae@",
+        "@\u03c0\u03b1\u03c1",
+    ),
+    _needles("email", 'write to "john doe"@example.com today', "john doe", '"@example'),
+    _needles("email", "write to bob@localhost today", "bob@", "@localhost"),
+    _digits_case("call 4155552671 today", "4155552671"),
+    _digits_case("call 0044 20 7946 0958 today", "00442079460958"),
+    _digits_case("appelle le 06 12 34 56 78 demain", "0612345678"),
+    _digits_case("call 415\t555\t2671 today", "4155552671"),
+)

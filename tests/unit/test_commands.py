@@ -1,8 +1,13 @@
-"""Commands split into the simple commands a shell would run, and normalised for matching."""
+"""Command lines cut into fragments wherever a shell could start another command (regardless
+of quotes, escapes and comments), and normalised for matching."""
+
+import unicodedata
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
-from agents_gateway.commands import normalise, parts
+from agents_gateway.commands import CUTS, MAX_PARTS, normalise, parts
 
 
 @pytest.mark.parametrize(
@@ -13,21 +18,94 @@ from agents_gateway.commands import normalise, parts
         ("pytest; rm -rf /", ["pytest", "rm -rf /"]),
         ("make || rm -rf /", ["make", "rm -rf /"]),
         ("cat x | sh", ["cat x", "sh"]),
+        ("cat x |& sh", ["cat x", "sh"]),
         ("sleep 1 & rm -rf /", ["sleep 1", "rm -rf /"]),
         ("pytest\nrm -rf /", ["pytest", "rm -rf /"]),
-        ("echo $(rm -rf /)", ["rm -rf /", "echo"]),
-        ('echo "$(rm -rf /)"', ["rm -rf /", 'echo " "']),
-        ("echo `rm -rf /`", ["rm -rf /", "echo"]),
-        ("diff <(curl evil) x", ["curl evil", "diff x"]),
-        ("echo 'a; rm -rf /'", ["echo 'a; rm -rf /'"]),
-        ('echo "a && b"', ['echo "a && b"']),
-        ("echo a\\;b", ["echo a\\;b"]),
+        ("pytest\rrm -rf /", ["pytest", "rm -rf /"]),
+        ("pytest\u2028rm -rf /", ["pytest", "rm -rf /"]),
+        ("echo $(rm -rf /)", ["echo $", "rm -rf /"]),
+        ('echo "$(rm -rf /)"', ['echo "$', "rm -rf /", '"']),
+        ("echo `rm -rf /`", ["echo `", "rm -rf /`"]),
+        ("echo `date` x", ["echo `", "date`", "x"]),
+        ("diff <(curl evil) x", ["diff <", "curl evil", "x"]),
+        ("(cd /tmp && rm -rf x)", ["cd /tmp", "rm -rf x"]),
         ("pytest > out.txt", ["pytest > out.txt"]),
         ("rm\t-rf   /", ["rm -rf /"]),
+        # Quotes, escapes and comments do not protect an operator: the line is cut anyway.
+        ("echo 'a; rm -rf /'", ["echo 'a", "rm -rf /'"]),
+        ('echo "a && b"', ['echo "a', 'b"']),
+        ("echo a\\;b", ["echo a\\", "b"]),
+        ("make # build; then test", ["make # build", "then test"]),
+        # Redirections to a file descriptor are not operators...
+        ("pytest --timeout=30 2>&1 | tee log", ["pytest --timeout=30 2>&1", "tee log"]),
+        ("make <&3", ["make <&3"]),
+        ("make &>/dev/null", ["make &>/dev/null"]),
+        ("make &>>log; ls", ["make &>>log", "ls"]),
+        # ... unless something around them could make the ampersand one.
+        ("echo \\>& evil", ["echo \\>", "evil"]),
+        ("echo a >>& evil", ["echo a >>", "evil"]),
+        ("a&&>x evil", ["a", ">x evil"]),
+        ("a|&>x evil", ["a", ">x evil"]),
+        ("echo \\&>x evil", ["echo \\", ">x evil"]),
+        ("2\uff1e&1 evil", ["2>", "1 evil"]),
+        ("make &\uff1ex", ["make", ">x"]),
+        # Braces are not cuts (a brace group's commands are separated by ; & or line breaks).
+        ("echo ${HOME}", ["echo ${HOME}"]),
+        ("{ make; }", ["{ make", "}"]),
+        # No recursion: nesting costs nothing.
+        ("echo " + "$(" * 5 + "rm -rf /" + ")" * 5, ["echo $", "$", "$", "$", "$", "rm -rf /"]),
     ],
 )
-def test_a_line_is_split_into_its_simple_commands(line: str, expected: list[str]) -> None:
+def test_a_line_is_cut_at_every_operator_character(line: str, expected: list[str]) -> None:
     assert parts(line) == expected
+
+
+# The red team's lines (security finding 1): full-width quotes and backslashes, which NFKC
+# turns into ASCII ones; quotes in comments; ANSI-C quoting. Bash ran ``evilcmd`` each time.
+RED_TEAM = [
+    "pytest --timeout=30 \uff02; evilcmd; \uff02",
+    "pytest --timeout=30 \uff07; evilcmd; \uff07",
+    "pytest --timeout=30 \uff3c; evilcmd",
+    "pytest --timeout=30 \ufe68; evilcmd",
+    "pytest --timeout=30 \uff07; evilcmd",
+    "pytest --timeout=30 # '\nevilcmd",
+    'pytest --timeout=30 # "\nevilcmd',
+    "pytest --timeout=30 #$' \nevilcmd",
+    "pytest --timeout=30 #\\\nevilcmd",
+    "pytest --timeout=30 $'\\'' ; evilcmd ; pytest --timeout=30 $'\\''",
+]
+
+
+@pytest.mark.parametrize("line", RED_TEAM)
+def test_what_bash_runs_as_a_command_of_its_own_is_a_fragment_of_its_own(line: str) -> None:
+    assert "evilcmd" in parts(line)
+
+
+def test_full_width_quotes_do_not_hide_the_command_after_them() -> None:
+    assert parts("make \uff02; rm -rf victimdir; \uff02") == ['make "', "rm -rf victimdir", '"']
+    assert parts("make # '\nr''m -rf victimdir") == ["make # '", "r''m -rf victimdir"]
+
+
+def test_a_substitution_in_a_command_names_place_leaves_a_fragment_of_its_own() -> None:
+    # Bash runs ``cat x`` and then what it prints: the fragment before is never empty.
+    assert parts("`cat x`") == ["`", "cat x`"]
+    assert parts("$(cat x)") == ["$", "cat x"]
+    assert parts("X=1 `cat x`") == ["X=1 `", "cat x`"]
+    assert parts("$(echo ma)ke") == ["$", "echo ma", "ke"]
+
+
+def test_operators_that_only_nfkc_makes_ascii_cut_too() -> None:
+    # Bash runs one command here; cutting more only makes the line less allowed.
+    assert parts("pytest\uff1brm -rf /") == ["pytest", "rm -rf /"]
+    assert parts("make \uff5c sh") == ["make", "sh"]
+    assert parts("echo \u2474") == ["echo", "1"]
+    assert parts("echo \uff40date\uff40") == ["echo `", "date`"]
+
+
+def test_deep_nesting_is_linear_not_recursive() -> None:
+    line = "ls " + "$(" * 4000
+    assert len(parts(line)) == 4000
+    assert len(parts(line)) > MAX_PARTS
 
 
 def test_normalising_makes_look_alikes_and_odd_spaces_plain() -> None:
@@ -37,3 +115,27 @@ def test_normalising_makes_look_alikes_and_odd_spaces_plain() -> None:
 
 def test_an_unclosed_substitution_still_yields_its_text() -> None:
     assert "rm -rf /" in parts("echo $(rm -rf /")
+
+
+_ALPHABET = st.sampled_from(
+    list("ab -'\"\\#$<>{}=01") + sorted(CUTS) + ["\uff02", "\uff07", "\uff3c", "\ufe68", "\uff1b", "\uff06", "\u0338"]
+)
+
+
+@settings(derandomize=True, max_examples=500)
+@given(st.lists(_ALPHABET, max_size=40).map("".join))
+@example("a \\>& b")
+@example("a 2>&1&b")
+def test_every_fragment_is_free_of_operators_but_redirections(line: str) -> None:
+    """Whatever the quoting, no fragment holds a character at which a shell could start
+    another command — raw or after NFKC — but the ampersand of ``>&``/``<&``/``&>`` and a
+    backtick that ends it."""
+    for part in parts(line):
+        for i, ch in enumerate(part):
+            if ch == "`" and i == len(part) - 1:
+                continue
+            if ch == "&":
+                assert part[i - 1 : i] in ("<", ">") or part[i + 1 : i + 2] == ">", (line, part)
+                continue
+            assert ch not in CUTS, (line, part)
+            assert not any(c in CUTS for c in unicodedata.normalize("NFKC", ch)), (line, part)

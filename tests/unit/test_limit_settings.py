@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from agents_gateway.limits import server_options
 from memstream.settings import Settings, parse_tenant_rate
 from memstream.stack.state import settings_env
 
@@ -31,3 +32,9 @@ def test_limits_survive_the_trip_to_a_child_process(monkeypatch: pytest.MonkeyPa
     for name, value in settings_env(original).items():
         monkeypatch.setenv(name, value)
     assert Settings() == original
+
+
+def test_forwarded_addresses_are_believed_only_from_named_proxies() -> None:
+    assert server_options(Settings())["proxy_headers"] is False, "no one by default, not even 127.0.0.1"
+    behind = server_options(Settings(forwarded_allow_ips="10.0.0.5"))
+    assert (behind["proxy_headers"], behind["forwarded_allow_ips"]) == (True, "10.0.0.5")

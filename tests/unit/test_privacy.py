@@ -7,6 +7,8 @@ import pytest
 
 from memstream.privacy import (
     PrivacyPolicy,
+    TurnText,
+    grown_past_limits,
     identifier_problems,
     luhn_ok,
     normalise,
@@ -17,6 +19,7 @@ from memstream.privacy import (
     thai_id_ok,
 )
 from schemas.codec import turn_event_codec
+from schemas.turns import problems
 from streams.decoding import decode_events
 from streams.metrics import WorkerMetrics
 from streams.retry import Backoff
@@ -247,11 +250,31 @@ def test_every_free_text_field_of_a_turn_is_filtered() -> None:
     assert found == {"connection_secret": 1, "api_key": 2, "card_number": 1, "password": 2}
 
 
-def test_redacted_fields_keep_the_turn_contracts_limits() -> None:
-    tag = "x" * 55 + " pwd=a"  # 61 characters; with the placeholder it would be 79
-    text, _ = redact_turn("pwd=a " * 4, tool_name=None, tags=[tag], metadata={}, max_content_chars=30)
-    assert text.tags == ("[REDACTED:password]",)
-    assert len(text.content) == 30 and "pwd=a" not in text.content
+def test_nothing_is_cut_to_fit_and_what_grew_past_a_limit_is_named() -> None:
+    """Placeholders are longer than short secrets: the filter never truncates (the tail of a
+    turn was once lost), and ``grown_past_limits`` names each field that no longer fits."""
+    tag = "x" * 55 + " pwd=a"  # 61 characters; with the placeholder 79
+    content = "STARTMARKER\n" + "pwd=a\n" * 5000 + "ENDMARKER the deploy key rotation is on friday"
+    assert len(content) == 30_058
+    before = TurnText(content, "pwd=a", (tag, "ok"), {"k": "v", "note": "pwd=a " * 600})
+    after, found = redact_turn(before.content, tool_name=before.tool_name, tags=before.tags, metadata=before.metadata)
+    assert sum(found.values()) == 5000 + 1 + 1 + 600
+    assert after.content.startswith("STARTMARKER") and after.content.endswith("rotation is on friday")
+    assert after.tags[0] == "x" * 55 + " pwd=[REDACTED:password]" and after.tags[1] == "ok"
+    assert after.metadata["note"].count("[REDACTED:") == 600
+    grown = grown_past_limits(before, after, max_content_chars=32_000)
+    assert [where for where, _ in grown] == [("content",), ("tags", "0"), ("metadata", "1", "value")]
+    for _, message in grown:
+        assert "redaction made it longer" in message and "refused rather than truncated" in message
+    assert "content is 120058 characters once redacted (30058 as sent)" in grown[0][1]
+    # The limits of the turn contract, from the one place they are defined.
+    assert problems(_record(content=after.content), max_content_chars=32_000) != []
+
+
+def test_two_metadata_keys_redacted_alike_keep_both_values() -> None:
+    out, found = redact_mapping({"AKIAIOSFODNN7EXAMPLE": "a", "AKIAIOSFODNN7EXAMPLF": "b", "[REDACTED:api_key]#2": "c"})
+    assert list(out.values()) == ["a", "b", "c"] and len(out) == 3
+    assert found == {"api_key": 2}
 
 
 @pytest.mark.parametrize(
@@ -328,3 +351,195 @@ def test_a_placeholder_is_never_cut_into() -> None:
     # The token is found first; the URL detector must not then read "[REDACTED" as a user.
     out = redact(f"https://{GHP}@github.com/o/r")[0]
     assert out == "https://[REDACTED:api_key]@github.com/o/r"
+
+
+# --- the second red team: gaps, identifiers, truncation ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # tabs and line breaks inside numbers
+        ("card 4111\t1111\t1111\t1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111\n1111\n1111\n1111 ok", "card [REDACTED:card_number] ok"),
+        ('{"n": "4111\\t1111\\t1111\\t1111"}', '{"n": "[REDACTED:card_number]"}'),
+        ("ssn 536\t22\t1234 ok", "ssn [REDACTED:national_id] ok"),
+        ("ssn 536 22 1234 ok", "ssn [REDACTED:national_id] ok"),
+        ("ni AB-12-34-56-C ok", "ni [REDACTED:national_id] ok"),
+        ("ni ab123456c ok", "ni [REDACTED:national_id] ok"),
+        ("ni AB\t12\t34\t56\tC", "ni [REDACTED:national_id]"),
+        ("thai 1101700230708 ok", "thai [REDACTED:national_id] ok"),
+        # key names glued to a secret word
+        ("PGPASSWORD=hunter2", "PGPASSWORD=[REDACTED:password]"),
+        ("mypassword=hunter2", "mypassword=[REDACTED:password]"),
+        ("x_api_key: abc", "x_api_key: [REDACTED:password]"),
+        ('{"SessionToken":"abc"}', '{"SessionToken":"[REDACTED:password]"}'),
+        ("authToken=abc; credentials=def", "authToken=[REDACTED:password]; credentials=[REDACTED:password]"),
+        # command lines, in any text
+        ("run mysql -u root -pX now", "run mysql -u root -p[REDACTED:cli_password] now"),
+        ("sshpass -p X ssh h", "sshpass -p [REDACTED:cli_password] ssh h"),
+        ("curl -u admin:X https://h", "curl -u admin:[REDACTED:cli_password] https://h"),
+        ("--token X --api-key Y", "--token [REDACTED:cli_secret] --api-key [REDACTED:cli_secret]"),
+        ("PGPASSWORD=X psql", "PGPASSWORD=[REDACTED:secret_variable] psql"),
+        ("Cookie: session=X; theme=dark", "Cookie: [REDACTED:auth_header]"),
+        ("docker login -u a -p X reg", "docker login -u a -p [REDACTED:cli_password] reg"),
+        ("redis-cli -a X ping", "redis-cli -a [REDACTED:cli_password] ping"),
+        ("mongosh -p X", "mongosh -p [REDACTED:cli_password]"),
+        ("sqlcmd -U sa -P X", "sqlcmd -U sa -P [REDACTED:cli_password]"),
+        ("htpasswd -b file user X", "htpasswd -b file user [REDACTED:cli_password]"),
+        ("aws configure set aws_secret_access_key X", "aws configure set aws_secret_access_key [REDACTED:cli_secret]"),
+        ("mytool \uff0d\uff0dpassword X", "mytool \uff0d\uff0dpassword [REDACTED:cli_secret]"),
+        # no length cap
+        ("password=" + "a" * 700 + " ok", "password=[REDACTED:password] ok"),
+        ("postgres://u:" + "p" * 300 + "@db/x", "postgres://u:[REDACTED:connection_secret]@db/x"),
+        ("postgres://" + "u" * 300 + ":pw@db/x", "postgres://" + "u" * 300 + ":[REDACTED:connection_secret]@db/x"),
+        ('{"SessionToken":"' + "Zm9v" * 200 + '"}', '{"SessionToken":"[REDACTED:password]"}'),
+        # URL passwords holding a slash
+        ("postgres://app:Zm9v+YmFy/YmF6==@db", "postgres://app:[REDACTED:connection_secret]@db"),
+        ("postgres://u:Hunt/er2Secret@host", "postgres://u:[REDACTED:connection_secret]@host"),
+        ("postgres://u:12345@db/x", "postgres://u:[REDACTED:connection_secret]@db/x"),
+    ],
+)
+def test_the_second_red_teams_examples_are_redacted(text: str, expected: str) -> None:
+    out, found = redact(text)
+    assert out == expected
+    assert found
+    assert redact(out) == (out, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "mail \u03b4\u03bf\u03ba\u03b9\u03bc\u03ae@\u03c0\u03b1\u03c1\u03ac\u03b4\u03b5\u03b9\u03b3\u03bc\u03b1.\u03b4\u03bf\u03ba\u03b9\u03bc\u03ae ok",
+            "mail [REDACTED:email] ok",
+        ),
+        ('mail "john doe"@example.com ok', "mail [REDACTED:email] ok"),
+        ("mail bob@localhost ok", "mail [REDACTED:email] ok"),
+        ("call 4155552671 ok", "call [REDACTED:phone] ok"),
+        ("call 0044 20 7946 0958 ok", "call [REDACTED:phone] ok"),
+        ("appel 06 12 34 56 78 ok", "appel [REDACTED:phone] ok"),
+        ("call 415\t555\t2671 ok", "call [REDACTED:phone] ok"),
+    ],
+)
+def test_personal_data_forms_under_the_policy(text: str, expected: str) -> None:
+    assert redact(text, ALL)[0] == expected
+    assert redact(text) == (text, {})  # only when the policy asks
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens=4096, prompt_tokens: 120, token_type: bearer",
+        "author: Jane Doe; authority: none",
+        "docker run -p 8080:80 nginx && curl -I https://x",
+        "password_file=/run/secrets/db --password-stdin",
+        "created_at: 1764489600123",
+        "npm install react@next lodash@latest",
+        "ssh://deploy@host/o/r and https://example.com/docs@v2",
+        "https://host:8080/path@tag",
+        "git push -u origin main; mkdir -p /tmp/x",
+    ],
+)
+def test_what_looks_like_a_secret_but_is_not_is_left_alone(text: str) -> None:
+    assert redact(text, ALL) == (text, {})
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["mysql -u root -pX", "sshpass -p X ssh h", "curl -u admin:X u", "gh auth login --token X", "PGPASSWORD=X psql",
+     "curl -H 'Cookie: s=X' u", "docker login -u a -p X r", "redis-cli -a X", "htpasswd -b f u X",
+     "aws configure set aws_secret_access_key X", "mytool \uff0d\uff0dpassword X"],
+)  # fmt: skip
+def test_the_audit_log_and_the_filter_agree_on_command_lines(command: str) -> None:
+    """One set of command-line detectors: what the audit log keeps of a command is what the
+    filter makes of the same text in a turn or a tool event."""
+    from agents_gateway.permissions import redact_command
+
+    assert redact_command(command) == redact(command)
+    assert "X" not in redact(command)[0].replace("[REDACTED:", "")
+
+
+@pytest.mark.parametrize(
+    ("record", "refused"),
+    [
+        ({"session_id": GHP}, ["session_id"]),
+        ({"session_id": "4111111111111111"}, ["session_id"]),
+        ({"tool": "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}, ["tool"]),
+        ({"project_id": "AKIAIOSFODNN7EXAMPLE"}, ["project_id"]),
+        ({"session_id": "xoxb-123456789012-abcdefghij", "tool": "glpat-abcdefghij1234567890"}, ["session_id", "tool"]),
+        ({"session_id": "s1", "project_id": "p1", "tool": "shell"}, []),
+    ],
+)
+def test_every_identifier_of_every_endpoint_follows_one_rule(record: dict[str, Any], refused: list[str]) -> None:
+    found = identifier_problems(record, ALL, fields=tuple(record))
+    assert [field for field, _ in found] == refused
+    for field, message in found:
+        assert field in message and record[field] not in message
+
+
+@pytest.mark.parametrize(
+    ("record", "policy", "refused"),
+    [
+        ({"user_id": "alice@example.com"}, PrivacyPolicy(redact_email=True), ["user_id"]),
+        ({"user_id": "crm:alice@example.com"}, PrivacyPolicy(redact_email=True), ["user_id"]),
+        ({"user_id": "alice@example.com"}, PrivacyPolicy(redact_phone=True), []),
+        ({"session_id": "4155552671"}, PrivacyPolicy(redact_phone=True), ["session_id"]),
+        ({"session_id": "u4155552671-a"}, PrivacyPolicy(redact_phone=True), ["session_id"]),
+        ({"agent_id": "tel:+44-20-7946-0958"}, PrivacyPolicy(redact_phone=True), ["agent_id"]),
+        ({"project_id": "bob@localhost"}, ALL, ["project_id"]),
+        ({"session_id": "2026-11-30T10:00", "user_id": "user-1"}, ALL, []),
+        ({"session_id": "3ea4f062-1234-4c5d-9e8f-012345678901", "agent_id": "a1b2c3d4e5f60718293a"}, ALL, []),
+        ({"session_id": "20261130T100000Z", "project_id": "0123456789abcdef0123"}, ALL, []),
+        ({"session_id": "4155552671"}, PrivacyPolicy(), []),
+    ],
+)
+def test_identifiers_holding_personal_data_are_refused_under_the_policy(
+    record: dict[str, Any], policy: PrivacyPolicy, refused: list[str]
+) -> None:
+    found = identifier_problems(record, policy)
+    assert [field for field, _ in found] == refused
+    for field, message in found:
+        assert "personal data" in message and record[field] not in message
+
+
+class _DeadLetters:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, str, str]] = []
+
+    async def send(self, event: Any, *, reason: str, error: str, stage: str) -> None:
+        self.sent.append((event, reason, stage))
+
+
+class _EmailPolicy:
+    async def get(self, tenant: str) -> PrivacyPolicy:
+        return PrivacyPolicy(redact_email=True)
+
+
+async def test_the_worker_dead_letters_what_redaction_would_make_too_long_and_never_truncates() -> None:
+    """Agents producing to Kafka directly: a record whose redacted form breaks the limits (or
+    whose identifier holds personal data the policy redacts) goes to the dead-letter topic
+    with the reason; the others are written, whole."""
+    dead = _DeadLetters()
+    ctx = StageContext(
+        codec=turn_event_codec(), tokens=None,  # type: ignore[arg-type]
+        policies=_EmailPolicy(),  # type: ignore[arg-type]
+        metrics=WorkerMetrics(), dead_letters=dead,  # type: ignore[arg-type]
+        backoff=Backoff(initial_s=0.001, max_s=0.001), max_events=10, within_s=0.01, max_content_chars=32_000,
+    )  # fmt: skip
+    long = "STARTMARKER\n" + "pwd=a\n" * 5000 + "ENDMARKER the deploy key rotation is on friday"
+    records = [
+        _record(content=long),
+        _record(content="fine, password=hunter2", tags=["x" * 55 + " pwd=a"]),
+        _record(content="hello", user_id="alice@example.com"),
+        _record(content="kept: password=hunter2 " + "y" * 31_000),
+    ]
+    good, bad = decode_events([_event(r) for r in records], codec=turn_event_codec(), max_content_chars=32_000)
+    assert not bad
+    kept = await redact_batch(good, ctx)
+    assert [k.turn.content for k in kept] == ["kept: password=[REDACTED:password] " + "y" * 31_000]
+    reasons = [reason for _, reason, _ in dead.sent]
+    assert len(reasons) == 3 and all(stage == "redact" for _, _, stage in dead.sent)
+    assert "content is 120058 characters once redacted" in reasons[0] and "hunter2" not in reasons[1]
+    assert "tag 0 is" in reasons[1]
+    assert "user_id is or contains personal data (email)" in reasons[2] and "alice" not in reasons[2]

@@ -4,8 +4,8 @@ gone from what ``redact`` returns, and redacting that again changes nothing.
 The strategies (``tests/strategies/secrets.py``) vary separators, case, Unicode look-alikes
 (full-width forms, other scripts' digits, non-breaking and other spaces, dashes,
 zero-width characters), gluing to a word, position in the text and JSON wrapping.
-Derandomized, so CI sees the same examples on every run; the security finding's own
-examples are always tried (``ATTACKER_EXAMPLES``).
+Derandomized, so CI sees the same examples on every run; the security findings' own
+examples are always tried (``ATTACKER_EXAMPLES``, ``RED_TEAM_EXAMPLES``, ``RED_TEAM_PERSONAL``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,19 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memstream.privacy import PrivacyPolicy, redact, redact_turn, secret_in, secret_in_identifiers
+from memstream.privacy import (
+    PrivacyPolicy,
+    identifier_problems,
+    redact,
+    redact_turn,
+    secret_in,
+    secret_in_identifiers,
+)
 from tests.strategies.secrets import (
     ATTACKER_EXAMPLES,
+    PERSONAL_STRATEGIES,
+    RED_TEAM_EXAMPLES,
+    RED_TEAM_PERSONAL,
     SECRET_STRATEGIES,
     Case,
     Secret,
@@ -34,7 +44,13 @@ ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
 
 
 def with_attacker_examples(test: Callable[[Case], None]) -> Callable[[Case], None]:
-    for case in ATTACKER_EXAMPLES:
+    for case in ATTACKER_EXAMPLES + RED_TEAM_EXAMPLES:
+        test = example(case)(test)
+    return test
+
+
+def with_personal_examples(test: Callable[[Case], None]) -> Callable[[Case], None]:
+    for case in RED_TEAM_PERSONAL:
         test = example(case)(test)
     return test
 
@@ -56,6 +72,18 @@ def test_no_secret_survives_in_any_class_nor_with_every_detector_on(case: Case) 
     e-mail and phone detectors on too (they run after the secrets and must not undo them)."""
     out, _ = redact(case.text, ALL)
     assert not leaks(case.secret, out), (case.text, out)
+    assert redact(out, ALL) == (out, {})
+
+
+@DETERMINISTIC
+@with_personal_examples
+@given(st.sampled_from(sorted(PERSONAL_STRATEGIES)).flatmap(lambda name: cases(disguised(PERSONAL_STRATEGIES[name]))))
+def test_personal_data_goes_when_the_policy_asks(case: Case) -> None:
+    """E-mail addresses (Unicode, quoted local parts, ``bob@localhost``) and phone numbers
+    (plain, international with ``+`` or ``00``, national with a trunk 0, any separators)."""
+    out, found = redact(case.text, ALL)
+    assert not leaks(case.secret, out), (case.text, out)
+    assert found
     assert redact(out, ALL) == (out, {})
 
 
@@ -92,3 +120,17 @@ def test_the_identifier_shortcut_agrees_with_the_filter(value: str) -> None:
     """``secret_in_identifiers`` skips the detectors when one scan finds nothing they need;
     it must refuse exactly what the filter finds."""
     assert secret_in_identifiers({"user_id": value}) == (["user_id"] if secret_in(value) else [])
+
+
+_ID_SAFE = "".join(c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@/+-")
+
+
+@DETERMINISTIC
+@with_attacker_examples
+@given(cases())
+def test_an_identifier_holding_any_secret_is_refused(case: Case) -> None:
+    """What the filter would redact in a text is refused in an identifier (written with the
+    characters identifiers allow)."""
+    ident = "".join(c if c in _ID_SAFE else "-" for c in case.secret.text or case.text)[:128].strip("-")
+    if ident and redact(ident)[1]:
+        assert [f for f, _ in identifier_problems({"session_id": ident})] == ["session_id"]

@@ -1,0 +1,292 @@
+"""Regressions for what a red team found in the permission engine from the README alone:
+
+1. the command splitter disagreed with bash (full-width quotes and backslashes that NFKC
+   made ASCII, quotes in comments, ANSI-C quoting), so chained commands were ALLOWed and BLOCK
+   rules skipped; deep substitutions were a 500;
+2. one tenant's costly evaluations queued every tenant's behind them on the matcher threads;
+3. allow-once grants were not bound to a project or an agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from agents_gateway import permissions
+from tests.fixtures.stack import RunningStack, client_for
+from tests.integration.test_permission_limits import HEAVY_COMMAND, HEAVY_PATTERN, add_rules, settings_of
+
+# --- 1. what bash runs as two commands is never judged as one ----------------------------------
+
+
+async def rule(gateway: httpx.AsyncClient, **body: object) -> str:
+    response = await gateway.post("/v1/permissions/rules", json=body)
+    assert response.status_code == 201, response.text
+    rule_id: str = response.json()["rule_id"]
+    return rule_id
+
+
+async def verdict_of(gateway: httpx.AsyncClient, command: str, **body: object) -> dict[str, object]:
+    response = await gateway.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "sh", "command": command, **body}
+    )
+    assert response.status_code == 200, response.text
+    verdict: dict[str, object] = response.json()
+    return verdict
+
+
+@pytest.fixture
+async def red_team_rules(gateway: httpx.AsyncClient) -> dict[str, str]:
+    """The red team's rules: a global ALLOW for pytest with the timeout, and for ``sh`` an
+    ALLOW for make created before a BLOCK for ``rm -rf``."""
+    return {
+        "pytest": await rule(gateway, tool="sh", effect="ALLOW", pattern="pytest.*--timeout=30"),
+        "make": await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^make\b", position=0),
+        "rm": await rule(gateway, tool="sh", effect="BLOCK", pattern=r"\brm -rf\b", position=1),
+    }
+
+
+#: Each got ALLOW, and bash ran ``evilcmd``.
+SMUGGLED = [
+    "pytest --timeout=30 \uff02; evilcmd; \uff02",  # FULLWIDTH QUOTATION MARK
+    "pytest --timeout=30 \uff07; evilcmd; \uff07",  # FULLWIDTH APOSTROPHE
+    "pytest --timeout=30 \uff3c; evilcmd; \uff3c",  # FULLWIDTH REVERSE SOLIDUS
+    "pytest --timeout=30 \ufe68; evilcmd; \ufe68",  # SMALL REVERSE SOLIDUS
+    "pytest --timeout=30 \uff07; evilcmd",  # one unterminated is enough
+    "pytest --timeout=30 \uff02; evilcmd",
+    "pytest --timeout=30 # '\nevilcmd",  # quotes in a comment
+    'pytest --timeout=30 # "\nevilcmd',
+    "pytest --timeout=30 #$' \nevilcmd",
+    "pytest --timeout=30 #\\\nevilcmd",
+    "pytest --timeout=30 $'\\'' ; evilcmd ; pytest --timeout=30 $'\\''",  # ANSI-C quoting
+    # Variants of the same class.
+    "pytest --timeout=30 '; evilcmd; '",
+    'pytest --timeout=30 "; evilcmd; "',
+    "pytest --timeout=30 \\'; evilcmd",
+    "pytest --timeout=30 \\>& evilcmd",
+    "pytest --timeout=30 \uff1e& evilcmd",
+    "pytest --timeout=30 \uff07$(evilcmd)\uff07",
+    "pytest --timeout=30 \uff07`evilcmd`\uff07",
+    "pytest --timeout=30 '\r evilcmd",
+]
+
+
+@pytest.mark.parametrize("command", SMUGGLED)
+async def test_a_command_smuggled_past_the_splitter_is_not_allowed(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str], command: str
+) -> None:
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+    assert "evilcmd" in str(verdict["reason"]), verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "make \uff02; rm -rf victimdir; \uff02",
+        "make \uff07; rm -rf victimdir",
+        "make \uff3c; rm -rf victimdir",
+        "make # '\nrm -rf victimdir",
+        "make $'\\'' ; rm -rf victimdir ; make $'\\''",
+        "make \uff07$(rm -rf victimdir)\uff07",
+    ],
+)
+async def test_a_blocked_command_smuggled_after_an_allowed_one_is_blocked(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str], command: str
+) -> None:
+    """``ALLOW ^make`` comes first, but the BLOCK still applies to the command bash would run."""
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["rule_id"]) == ("BLOCK", red_team_rules["rm"]), verdict
+
+
+async def test_a_command_a_block_rule_cannot_see_is_not_allowed(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str]
+) -> None:
+    # ``r''m`` is ``rm`` to bash and invisible to the BLOCK rule; it is no longer part of make's line.
+    verdict = await verdict_of(gateway, "make # '\nr''m -rf victimdir")
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+
+
+@pytest.mark.parametrize("command", ["`make print-command`", "$(make print-command)", "X=1 `make print-command`"])
+async def test_a_substitution_in_a_command_names_place_is_not_allowed(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str], command: str
+) -> None:
+    """Bash runs ``make print-command`` and then whatever it prints: a rule for make does not
+    allow that."""
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+
+
+async def test_what_the_documented_rule_allows_and_what_it_costs(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str]
+) -> None:
+    allowed = await verdict_of(gateway, "pytest --timeout=30 2>&1")
+    assert (allowed["decision"], allowed["rule_id"]) == ("ALLOW", red_team_rules["pytest"])
+    both = await verdict_of(gateway, "make && pytest --timeout=30")
+    assert both["decision"] == "ALLOW", both
+    # The price: an operator inside quotes cuts the line too, and a human confirms.
+    quoted = await verdict_of(gateway, "pytest --timeout=30 -k 'a; b'")
+    assert (quoted["decision"], quoted["tier"]) == ("PENDING", "none"), quoted
+    # Within a rule's own semantics: ALLOW ^make matches first, whatever make's arguments.
+    arguments = await verdict_of(gateway, "make rm -rf victimdir")
+    assert (arguments["decision"], arguments["rule_id"]) == ("ALLOW", red_team_rules["make"])
+
+
+async def test_deep_substitutions_are_blocked_not_a_server_error(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str]
+) -> None:
+    for command in ("ls " + "$(" * 1000, "ls " + "$(" * 4000 + ")" * 4000, "ls " + "<(" * 2000 + "`x`" * 900):
+        response = await gateway.post(
+            "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "sh", "command": command[:8192]}
+        )
+        assert response.status_code == 200, response.text
+        assert (response.json()["decision"], response.json()["tier"]) == ("BLOCK", "budget_exceeded")
+        assert "more than 64 fragments" in response.json()["reason"]
+
+
+# --- 2. one tenant cannot stall another's evaluations ----------------------------------------
+
+
+async def test_a_tenant_saturating_the_matcher_does_not_stall_another_tenant(
+    stack: RunningStack, gateway_app: FastAPI, tenant: str
+) -> None:
+    """The red team's load: 50 of the costliest rules accepted and 40 concurrent evaluations
+    of an 8 KiB command (each ~0.3 s, BLOCK). Before, another tenant's ``ls -la`` waited
+    2.85 s behind them; now the busy tenant gets 429s beyond its share and the other answers
+    at once."""
+    other = f"{tenant}-b"
+    async with client_for(gateway_app, stack.key(tenant)) as busy, client_for(gateway_app, stack.key(other)) as calm:
+        created = await add_rules(busy, [f"{HEAVY_PATTERN}{i:02d}" for i in range(50)])
+        assert [r.status_code for r in created] == [201] * 50
+        await rule(calm, tool="shell", effect="ALLOW", pattern=r"^ls\b")
+        body = {"session_id": "s1", "tool": "shell", "command": HEAVY_COMMAND}
+        stop = asyncio.Event()
+        statuses: list[int] = []
+        retry_after: set[str | None] = set()
+
+        async def saturate() -> None:
+            while not stop.is_set():
+                wave = await asyncio.gather(*(busy.post("/v1/permissions/evaluate", json=body) for _ in range(40)))
+                statuses.extend(r.status_code for r in wave)
+                retry_after.update(r.headers.get("retry-after") for r in wave if r.status_code == 429)
+                errors = {r.json()["error"]["code"] for r in wave if r.status_code == 429}
+                assert errors <= {"evaluations_busy"}, errors
+
+        flood = asyncio.create_task(saturate())
+        took: list[float] = []
+        try:
+            await asyncio.sleep(0.3)
+            for _ in range(5):
+                started = time.perf_counter()
+                response = await calm.post(
+                    "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "shell", "command": "ls -la"}
+                )
+                took.append(time.perf_counter() - started)
+                assert response.status_code == 200 and response.json()["decision"] == "ALLOW", response.text
+                await asyncio.sleep(0.1)
+        finally:
+            stop.set()
+            await flood
+    assert max(took) < 0.5, f"the other tenant's evaluations took {[round(t, 3) for t in took]} s"
+    assert statuses.count(429) > statuses.count(200) > 0, statuses
+    assert retry_after == {"1"}
+    assert permissions._SLOTS.busy(tenant) == 0, "every slot is given back"
+
+
+async def test_the_limit_is_per_tenant_and_a_setting(
+    stack: RunningStack, gateway_app: FastAPI, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    await add_rules(gateway, [f"{HEAVY_PATTERN}{i:02d}" for i in range(5)])
+    body = {"session_id": "s1", "tool": "shell", "command": HEAVY_COMMAND}
+    with settings_of(gateway_app, permission_max_matching_per_tenant=1):
+        responses = await asyncio.gather(*(gateway.post("/v1/permissions/evaluate", json=body) for _ in range(6)))
+    codes = sorted(r.status_code for r in responses)
+    assert codes.count(200) >= 1 and codes.count(429) >= 1, codes
+    refused = next(r for r in responses if r.status_code == 429)
+    assert refused.json()["error"]["code"] == "evaluations_busy"
+    assert "1 evaluation of this tenant is already matching" in refused.json()["error"]["message"]
+    # Evaluations that match nothing (no rules, pre-approved tools, grants) take no slot.
+    many = await asyncio.gather(
+        *(
+            gateway.post("/v1/permissions/evaluate", json={"session_id": "s1", "tool": "git", "command": "git st"})
+            for _ in range(20)
+        )
+    )
+    assert {r.status_code for r in many} == {200}
+
+
+# --- 3. a grant is bound to its project and, when it names one, its agent ---------------------
+
+
+async def grant(client: httpx.AsyncClient, command: str, **body: object) -> str:
+    response = await client.post(
+        "/v1/permissions/allow-once", json={"session_id": "s1", "tool": "shell", "command": command, **body}
+    )
+    assert response.status_code == 201, response.text
+    grant_id: str = response.json()["grant_id"]
+    return grant_id
+
+
+async def decision(client: httpx.AsyncClient, command: str, **body: object) -> tuple[object, object, object]:
+    response = await client.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "shell", "command": command, **body}
+    )
+    assert response.status_code == 200, response.text
+    verdict = response.json()
+    return verdict["decision"], verdict["tier"], verdict["grant_id"]
+
+
+async def test_a_grant_for_one_project_does_not_override_another_projects_block(
+    gateway: httpx.AsyncClient,
+) -> None:
+    await rule(gateway, project_id="P2", tool="shell", effect="BLOCK", pattern="^terraform destroy")
+    granted = await grant(gateway, "terraform destroy", project_id="P1")
+    assert (await decision(gateway, "terraform destroy", project_id="P2"))[:2] == ("BLOCK", "project")
+    assert (await decision(gateway, "terraform destroy"))[:2] == ("PENDING", "none"), "nor one without a project"
+    assert await decision(gateway, "terraform destroy", project_id="P1") == ("ALLOW", "allow_once", granted)
+    # A grant made without a project is for evaluations without one.
+    unscoped = await grant(gateway, "terraform plan")
+    assert (await decision(gateway, "terraform plan", project_id="P1"))[:2] == ("PENDING", "none")
+    assert await decision(gateway, "terraform plan") == ("ALLOW", "allow_once", unscoped)
+
+
+async def test_a_grant_for_an_agent_is_used_by_that_agent_only(
+    stack: RunningStack, gateway_app: FastAPI, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    granted = await grant(gateway, "make deploy", agent_id="AG1")
+    async with (
+        client_for(gateway_app, stack.key(tenant, agent="AG1", scopes=("read",))) as ag1,
+        client_for(gateway_app, stack.key(tenant, agent="AG2", scopes=("read",))) as ag2,
+        client_for(gateway_app, stack.key(tenant, scopes=("read",))) as read_only,
+    ):
+        assert (await decision(ag2, "make deploy"))[:2] == ("PENDING", "none")
+        assert (await decision(read_only, "make deploy"))[:2] == ("PENDING", "none")
+        assert (await decision(gateway, "make deploy"))[:2] == ("PENDING", "none")
+        posing = await ag2.post(
+            "/v1/permissions/evaluate",
+            json={"session_id": "s1", "tool": "shell", "command": "make deploy", "agent_id": "AG1"},
+        )
+        assert posing.status_code == 403 and posing.json()["error"]["code"] == "wrong_agent"
+        assert await decision(ag1, "make deploy") == ("ALLOW", "allow_once", granted)
+        assert (await decision(ag1, "make deploy"))[:2] == ("PENDING", "none"), "single use"
+        # A tenant-level key acts for the agent it names.
+        again = await grant(gateway, "make deploy", agent_id="AG1")
+        assert await decision(read_only, "make deploy", agent_id="AG1") == ("ALLOW", "allow_once", again)
+        # A grant naming no agent is for any evaluation in its session and project.
+        anyone = await grant(gateway, "make test")
+        assert await decision(ag2, "make test") == ("ALLOW", "allow_once", anyone)
+    with stack.db(tenant) as conn:
+        granted_rows = conn.execute(
+            "SELECT detail->>'agent_id', detail->>'project_id' FROM audit_log"
+            " WHERE action = 'permission.allow_once' ORDER BY seq"
+        ).fetchall()
+        used = conn.execute(
+            "SELECT detail->>'agent_id' FROM audit_log WHERE action = 'permission.decision'"
+            " AND detail->>'tier' = 'allow_once' ORDER BY seq"
+        ).fetchall()
+    assert granted_rows == [("AG1", None), ("AG1", None), (None, None)]
+    assert used == [("AG1",), ("AG1",), ("AG2",)]

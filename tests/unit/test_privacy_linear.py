@@ -1,0 +1,169 @@
+"""The privacy filter takes time linear in the text, whatever the text (security finding:
+32,000 characters of ``eyJ_a`` repeated took 0.3 s, 8,000 took 0.02 s, and a batch of 40 such
+turns froze the gateway's event loop for 5 s).
+
+A hang detector, not a benchmark: each adversarial family — what each detector looks for,
+repeated or stretched so that a pattern can start everywhere and run far — must be redacted
+within a bound far above what linear work costs (~50 ms for 256 KiB here; ``bench/privacy.py``
+prints the real figures), but far below what quadratic work costs at that size (seconds).
+CPU time of this process, so that other processes on the machine do not count.
+
+- ``CURATED``: the families found to be (or that were designed against being) superlinear:
+  256 KiB each, at most 2 s.
+- every prefix of an example of every detector, repeated, and the same with its next
+  character stretched over the rest of the text: 64 KiB each, at most 1 s.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agents_gateway.permissions import redact_command
+from memstream.privacy import PrivacyPolicy, redact
+
+ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
+
+#: (name, unit): the text is ``unit`` repeated.
+CURATED: tuple[tuple[str, str], ...] = (
+    ("jwt prefix", "eyJ_a"),
+    ("jwt header, no payload", "eyJhbGciOiJIUzI1NiJ9."),
+    ("jwt in a word", "token_eyJaaaaaaaaa"),
+    ("aws key prefix", "AKIA"),
+    ("github token prefix", "ghp_"),
+    ("github token, short", "ghp_abc"),
+    ("slack token prefix", "xoxb-"),
+    ("stripe prefix", "sk_live_"),
+    ("pem header", "-----BEGIN "),
+    ("pem header, whole", "-----BEGIN PRIVATE KEY-----"),
+    ("pem dashes", "private key -----"),
+    ("putty header", "Private-Lines: 1\n"),
+    ("key=", "password="),
+    ("key: ", "password: "),
+    ('key="', 'password="a'),
+    ("key=' and key=\"", "password='x password=\"y "),
+    ("escaped json key", '\\"password\\": \\"'),
+    ("glued key", "PGPASSWORD"),
+    ("glued key, no value", "mypassword "),
+    ("camel key", "aPassword"),
+    ("backslashes", "\\"),
+    ("escaped tab", "\\\\t"),
+    ("url", "://a:"),
+    ("url, user and at", "a://a:a@"),
+    ("url, at", "x://@"),
+    ("ats", "@"),
+    ("local parts", "a@"),
+    ("dotted locals", "a.a@"),
+    ("domains", "@a.a"),
+    ("quoted local", '"a"@'),
+    ("digits and spaces", "1 "),
+    ("digits and dashes", "1-"),
+    ("digits and tabs", "12\t"),
+    ("digit pairs", "12 "),
+    ("digits", "1"),
+    ("ssn prefix", "123-45-"),
+    ("nino prefix", "AB 12 "),
+    ("phone prefix", "+1 "),
+    ("trunk prefix", "06 12 "),
+    ("bearer", "bearer "),
+    ("basic", "basic "),
+    ("authorization", "authorization: "),
+    ("cookie", "cookie: "),
+    ("long options", "--token "),
+    ("long options, glued", "--token--token"),
+    ("dashes", "-"),
+    ("programs", "mysql "),
+    ("program and flag", "mysql -p"),
+    ("sshpass options", "sshpass -v "),
+    ("curl -u", "curl -u "),
+    ("quotes", "'"),
+    ("double quotes", '"'),
+    ("config set", "config set password "),
+    ("header option", "-H 'X-Api-Key: "),
+    ("full-width digits", "\uff11"),
+    ("non-breaking spaces", "\u00a01"),
+    ("zero-width", "4\u200b"),
+)
+
+#: One example of what each detector finds: their prefixes make the generated families.
+EXAMPLES: tuple[str, ...] = (
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "AKIAIOSFODNN7EXAMPLE",
+    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "xoxb-123456789012-abcdefghij",
+    "sk-proj-abcdefghijklmnopqrstuvwxyz123",
+    "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+    "PuTTY-User-Key-File-3: ssh-rsa\nPrivate-Lines: 1\nAAAAgQ\nPrivate-MAC: 00",
+    "password: correct horse",
+    '{"password": "hunter2"}',
+    '\\"api_key\\": \\"x\\"',
+    "PGPASSWORD=x psql",
+    "mysql -u root -pX db",
+    "sshpass -p X ssh",
+    "curl -u admin:X https://x",
+    "docker login -u a -p X",
+    "htpasswd -b f u X",
+    "aws configure set aws_secret_access_key X",
+    "curl -H 'Authorization: Bearer abc'",
+    "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+    "Cookie: session=abc",
+    "postgres://app:pw@db:5432/x",
+    "4111 1111 1111 1111",
+    "536-22-1234",
+    "AB 12 34 56 C",
+    "1-1017-00230-70-8",
+    '"john doe"@example.com',
+    "alice@example.com",
+    "+1 415-555-0100",
+    "06 12 34 56 78",
+)
+
+
+def _families() -> list[tuple[str, str, bool]]:
+    """(name, unit or prefix, stretched): every prefix of every example, repeated, and
+    stretched (its next character repeated to the end)."""
+    out: dict[tuple[str, bool], str] = {}
+    for example in EXAMPLES:
+        for k in sorted({1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, len(example) - 1, len(example)}):
+            if 0 < k <= len(example):
+                out.setdefault((example[:k], False), f"{example[:12]!r}[:{k}] repeated")
+                if k < len(example):
+                    out.setdefault((example[: k + 1], True), f"{example[:12]!r}[:{k}] then {example[k]!r} stretched")
+    return [(name, unit, stretched) for (unit, stretched), name in out.items()]
+
+
+def _text(unit: str, size: int, *, stretched: bool = False) -> str:
+    if stretched:
+        return unit[:-1] + unit[-1] * (size - len(unit) + 1)
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def _cpu_seconds(text: str) -> float:
+    started = time.process_time()
+    redact(text, ALL)
+    return time.process_time() - started
+
+
+@pytest.mark.parametrize(("name", "unit"), CURATED, ids=[name for name, _ in CURATED])
+def test_curated_families_take_linear_time(name: str, unit: str) -> None:
+    assert _cpu_seconds(_text(unit, 256 * 1024)) < 2.0, f"{name}: 256 KiB of {unit!r} took too long"
+
+
+def test_every_prefix_of_every_detectors_example_takes_linear_time() -> None:
+    slow = []
+    for name, unit, stretched in _families():
+        took = _cpu_seconds(_text(unit, 64 * 1024, stretched=stretched))
+        if took >= 1.0:
+            slow.append(f"{name}: {took:.2f} s")
+    assert slow == []
+
+
+def test_the_audit_logs_commands_take_linear_time_too() -> None:
+    """``redact_command`` is the same filter: hostile 8 KiB commands (the limit) are cheap."""
+    for unit in ("mysql -p", "sshpass -v", "--token ", "A=", "-H 'Cookie: ", "curl -u :", "'", "htpasswd -b "):
+        command = _text(unit, 8192)
+        started = time.process_time()
+        redact_command(command)
+        assert time.process_time() - started < 0.5, unit
