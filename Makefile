@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck format bench-ingest demo clean
+.PHONY: run test fuzz lint typecheck format bench-ingest demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/pytest
+
+# Deeper, freshly seeded property tests of the gateway (the fuzz test and schemathesis): commit
+# what the fuzz test saves under tests/hypothesis-examples, and pin what either finds as a test.
+fuzz: $(STAMP)
+	MEMSTREAM_HYPOTHESIS_PROFILE=fuzz MEMSTREAM_SCHEMATHESIS_EXAMPLES=$${FUZZ_EXAMPLES:-200} \
+	MEMSTREAM_SCHEMATHESIS_SEED=$$(date +%s) $(BIN)/pytest --hypothesis-seed=$$(date +%s) \
+		tests/integration/test_gateway_fuzz.py tests/integration/test_openapi_conformance.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

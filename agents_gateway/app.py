@@ -15,6 +15,7 @@ from agents_gateway.errors import install_error_handlers
 from agents_gateway.limits import RequestGuard
 from agents_gateway.metrics import GatewayMetrics, RequestTimer
 from agents_gateway.models import TurnBatchIn, TurnIn
+from agents_gateway.openapi import complete
 from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
 from agents_gateway.routes import context, health, memory, permissions, search, sessions, tenant, turns, users
@@ -29,9 +30,15 @@ from sinks.postgres.pool import create_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import session_buffers
 from sinks.redis.client import redis_client
+from sinks.redis.event_claims import EventClaims
 from sinks.redis.rate_limit import RateLimiter
 
 log = logging.getLogger(__name__)
+
+#: Every route of the gateway, in the order they are matched.
+ROUTERS = tuple(
+    module.router for module in (turns, sessions, search, context, memory, permissions, tenant, users, health)
+)
 
 
 def _cache(embedder: Embedder) -> CachedEmbedder | None:
@@ -68,6 +75,7 @@ def create_app(settings: Settings) -> FastAPI:
             pool=pool,
             redis=client,
             buffers=session_buffers(client, settings),
+            event_claims=EventClaims(client, ttl_s=settings.event_claim_ttl_s),
             embedder=embedder,
             auth=Authenticator(pool, RateLimiter(client), settings),
             policies=PolicyCache(pool),
@@ -109,8 +117,8 @@ def create_app(settings: Settings) -> FastAPI:
     # timer, so that what it refuses is timed and counted too.
     app.add_middleware(RequestGuard, settings=settings)
     app.add_middleware(RequestTimer)
-    for module in (turns, sessions, search, context, memory, permissions, tenant, users, health):
-        app.include_router(module.router)
+    for router in ROUTERS:
+        app.include_router(router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -120,7 +128,7 @@ def create_app(settings: Settings) -> FastAPI:
                 body = model.model_json_schema(ref_template="#/components/schemas/{model}")
                 components.update(body.pop("$defs", {}))
                 components[model.__name__] = body
-            app.openapi_schema = schema
+            app.openapi_schema = complete(schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -35,8 +35,20 @@ A quoted operator therefore cuts too: ``pytest -k 'a; b'`` has the fragments
 engine answers PENDING and a human confirms. That is the price of never under-splitting.
 
 Braces (``{ …; }``, ``${…}``) are not cuts: a brace group's commands are separated by
-``;``, ``&`` or line breaks, which cut, and a parameter expansion runs a command only
-through ``$(`` or a backtick, which cut.
+``;``, ``&`` or line breaks, which cut. But cutting cannot find every command a line runs:
+**expansions run code without any operator** — ``${x@P}`` decodes ``\\044\\050`` to ``$(`` and
+runs it, an array subscript in any arithmetic context (``$[…]``, ``${PATH:x}`` with
+``x='a[…]'``) is evaluated, ``$'\\x3b'`` spells an operator. A guardrail cannot enumerate
+them, so ``expansion`` finds the characters that start one (``$`` of any kind, the backtick,
+``!`` of history expansion) and the engine never ALLOWs a fragment that holds one.
+
+Nor does a rule for a program see what the program runs. ``unnamed`` lists what a fragment
+runs that an ALLOW rule must *name* to allow it: its program (the first word that is neither
+an assignment nor a redirection), the variables assigned before it (``LD_PRELOAD=…``,
+``BASH_ENV=…``), and any word that names a shell (``env sh -c …``, ``xargs bash``, quoted or
+as a path) or is find's ``-exec`` family — each with that part replaced by a neutral word.
+A pattern that still matches the replaced text is not about that part (``pytest.*`` in
+``bash -c evilcmd pytest``), so it does not allow the fragment.
 
 Normalisation (for matching only; the command is audited as sent): NFKC, so full-width and
 other compatibility forms read as their plain letters, then every run of whitespace (tabs,
@@ -45,8 +57,11 @@ NBSP and the other Unicode spaces) as one space — ``rm<TAB>-rf`` is ``rm -rf``
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import unicodedata
+from dataclasses import dataclass
+from typing import Literal
 
 #: A line with more fragments than this is not judged fragment by fragment (the engine fails closed).
 MAX_PARTS = 64
@@ -103,3 +118,132 @@ def parts(command: str) -> list[str]:
             if part:
                 found.append(part)
     return found
+
+
+# --- what an ALLOW rule cannot see ---------------------------------------------------------
+
+
+def expansion(part: str) -> str | None:
+    """The first character of ``part`` at which a shell starts an expansion that can run
+    code, or None: ``$`` (parameter expansion with its transformations ``@P``/``@E`` and
+    indirection ``${!x}``, arithmetic ``$[…]``/``$((…))`` whose array subscripts are
+    evaluated, ANSI-C ``$'…'`` and locale ``$"…"`` quoting, the ``$`` of ``$(``), the
+    backtick, and ``!`` followed by anything but a space, ``=`` or the end (history
+    expansion, in an interactive shell, pastes earlier command lines into this one). Quotes
+    do not matter: ``'$x'`` counts too, as every cut does."""
+    for i, ch in enumerate(part):
+        if ch in "$`":
+            return ch
+        if ch == "!" and part[i + 1 : i + 2] not in ("", " ", "="):
+            return ch
+    return None
+
+
+#: The parts of a fragment an ALLOW rule must name.
+Unnamed = Literal["program", "assignments", "runner"]
+
+#: Shells, by the name they are run as (also with a version: ``bash5.2``, ``zsh-5.9``).
+SHELLS = frozenset(
+    "sh bash dash zsh ksh ksh93 mksh pdksh oksh ash yash rbash lksh posh fish csh tcsh busybox toybox"
+    " pwsh powershell nu xonsh elvish osh ysh".split()
+)
+#: find's options that run a command of their own.
+FIND_RUNNERS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_VERSION = re.compile(r"-?[0-9][0-9.]*$")
+_GLOB = re.compile(r"[*?\[]")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_REDIRECTION = re.compile(r"(?:[0-9]*|\{[A-Za-z_][A-Za-z0-9_]*\})(?:&>>?|<<<|<<-?|<>|>>|>\||[<>]&?)")
+#: What a part is replaced with to ask whether a pattern names it (a second one when the part
+#: happens to be the first).
+_NEUTRAL: dict[Unnamed, tuple[str, str]] = {
+    "program": ("program", "command"),
+    "assignments": ("NAME=value", "OTHER=value"),
+    "runner": ("word", "other"),
+}
+
+
+def _words(part: str) -> list[tuple[int, int]]:
+    """The spans of ``part``'s space-separated words (a normalised fragment has single spaces)."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for word in part.split(" "):
+        if word:
+            spans.append((start, start + len(word)))
+        start += len(word) + 1
+    return spans
+
+
+def _runs_a_shell(word: str) -> bool:
+    """Whether ``word`` names a shell (``sh``, ``/bin/bash``, ``'ba''sh'``, ``b\\ash``,
+    ``bash5``, ``/bin/ba?h``, ``{ba,}sh``) or is find's ``-exec`` family."""
+    bare = word.replace("'", "").replace('"', "").replace("\\", "")
+    if bare in FIND_RUNNERS:
+        return True
+    name = bare.rsplit("/", 1)[-1].lower()
+    if "{" in name and ("," in name or ".." in name):
+        return True  # brace expansion: it could spell any name
+    if _GLOB.search(name):
+        return any(fnmatch.fnmatchcase(shell, name) for shell in SHELLS)
+    return name in SHELLS or _VERSION.sub("", name) in SHELLS
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A fragment as the engine judges it for ALLOW rules."""
+
+    text: str
+    #: The first character starting an expansion that can run code (``expansion``), or None.
+    expansion: str | None
+    #: For each part an ALLOW rule must name: the fragment with that part replaced by a
+    #: neutral word. A pattern that still matches it is not about that part.
+    unnamed: tuple[tuple[Unnamed, str], ...]
+
+
+def _replaced(text: str, spans: list[tuple[int, int]], kind: Unnamed) -> str:
+    """``text`` with every span replaced by the neutral word for ``kind`` (the second one
+    where a span is the first already)."""
+    first, second = _NEUTRAL[kind]
+    neutral = second if any(text[s:e] == first for s, e in spans) else first
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces.append(text[last:start])
+        pieces.append(neutral)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def analyse(part: str) -> Fragment:
+    """``part`` (a normalised fragment) with what an ALLOW rule must name in it: its program
+    (the first word that is neither an assignment ``NAME=…`` nor a redirection or its
+    target), the assignments before it (one part together), and the words that name a shell
+    or find's ``-exec`` family (one part together). Words are split at spaces, regardless of
+    quotes, like the cuts: a quoted space makes more words, so more to name."""
+    words = _words(part)
+    assignments: list[tuple[int, int]] = []
+    program: tuple[int, int] | None = None
+    target = False
+    for start, end in words:
+        word = part[start:end]
+        if target:
+            target = False
+            continue
+        redirection = _REDIRECTION.match(word)
+        if redirection is not None:
+            target = redirection.end() == len(word)  # ``> file``: the next word is its target
+            continue
+        if _ASSIGNMENT.match(word):
+            assignments.append((start, end))
+            continue
+        program = (start, end)
+        break
+    runners = [span for span in words if span != program and _runs_a_shell(part[span[0] : span[1]])]
+    unnamed: list[tuple[Unnamed, str]] = []
+    if program is not None:
+        unnamed.append(("program", _replaced(part, [program], "program")))
+    if assignments:
+        unnamed.append(("assignments", _replaced(part, assignments, "assignments")))
+    if runners:
+        unnamed.append(("runner", _replaced(part, runners, "runner")))
+    return Fragment(part, expansion(part), tuple(unnamed))

@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
 
 from agents_gateway.models import ErrorOut
 from agents_gateway.producer import BrokerUnavailableError
@@ -70,7 +71,7 @@ def validation_details(errors: Any) -> list[dict[str, Any]]:
     return [
         {
             "loc": [str(p) for p in e.get("loc", ())],
-            "msg": e.get("msg", ""),
+            "msg": str(e.get("msg", "")).removeprefix("Value error, "),
             "type": e.get("type", ""),
         }
         for e in errors
@@ -85,6 +86,17 @@ def unavailable(what: str, exc: BaseException) -> JSONResponse:
         f"{what} is unavailable; retry later (nothing was lost)",
         headers={"Retry-After": str(RETRY_AFTER_S)},
     )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods of every route whose path matches the request's (Starlette's 405 names only
+    the first route's, where a path like /v1/tenant/retention has a GET and a PUT route)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match in (Match.FULL, Match.PARTIAL) and isinstance(route, BaseRoute):
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -103,9 +115,11 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "invalid_request", message, details)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        headers = dict(exc.headers) if exc.headers else None
-        return error_response(exc.status_code, "http_error", str(exc.detail), headers=headers)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers) if exc.headers else {}
+        if exc.status_code == 405:  # every method the path has, not only its first route's
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return error_response(exc.status_code, "http_error", str(exc.detail), headers=headers or None)
 
     @app.exception_handler(BrokerUnavailableError)
     async def _broker(_: Request, exc: BrokerUnavailableError) -> JSONResponse:

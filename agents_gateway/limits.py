@@ -63,8 +63,16 @@ class RequestGuard:
         if declared is not None and declared.strip().isdigit() and int(declared) > cap:
             await _answer(scope, send, _too_large(cap, f"body of {int(declared)} bytes"), close=True)
             return
+        header_bytes = sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+        if header_bytes > self.settings.max_header_bytes:  # h11 caps what arrives in pieces, not in one read
+            limit = self.settings.max_header_bytes
+            message = f"the request headers take {header_bytes} bytes; the limit is {limit}"
+            await _answer(scope, send, error_response(431, "headers_too_large", message), close=True)
+            return
         if scope["path"].startswith("/v1/") and _routed(scope):
             response = await self._authenticate(scope, receive)
+            if response is None and has_body and not _json(headers):
+                response = error_response(415, "unsupported_media_type", "send the body as application/json")
             if response is not None:
                 await _answer(scope, send, response, close=has_body)
                 return
@@ -151,6 +159,11 @@ def _handler_for(app: Any, exc: Exception) -> Any:
     return None
 
 
+def _json(headers: Headers) -> bool:
+    """Whether the body is declared as JSON (``application/json``, any parameters)."""
+    return headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+
+
 def _too_large(cap: int, what: str) -> Response:
     return error_response(413, "payload_too_large", f"{what} exceeds the limit of {cap} bytes for this endpoint")
 
@@ -218,21 +231,24 @@ class GuardedH11Protocol(H11Protocol):
         if self.cycle is not self._header_cycle or self.transport.is_closing():
             return
         if self._header_bytes:
-            body = orjson.dumps(
-                {
-                    "error": {
-                        "code": "request_timeout",
-                        "message": f"the request headers did not arrive within {self.header_timeout_s:g} s",
-                        "details": [],
-                    }
-                }
-            )
-            head = (
-                "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-            )
-            self.transport.write(head.encode() + body)
+            message = f"the request headers did not arrive within {self.header_timeout_s:g} s"
+            self.transport.write(_raw_error(408, "Request Timeout", "request_timeout", message))
         self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse gets the error shape too (uvicorn answers text/plain)."""
+        self.transport.write(_raw_error(400, "Bad Request", "malformed_http", f"not a valid HTTP request: {msg}"))
+        self.transport.close()
+
+
+def _raw_error(status: int, phrase: str, code: str, message: str) -> bytes:
+    """A complete error response, in the error shape, for the protocol layer (no ASGI app yet)."""
+    body = orjson.dumps({"error": {"code": code, "message": message, "details": []}})
+    head = (
+        f"HTTP/1.1 {status} {phrase}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
 
 
 def guarded_h11(header_timeout_s: float) -> type[GuardedH11Protocol]:

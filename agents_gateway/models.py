@@ -4,15 +4,70 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+)
 
-from schemas.turns import IDENTIFIER_RULE, MAX_METADATA_VALUE_CHARS, Role, ToolStatus, control_problem
+from agents_gateway.openapi import ONE_LINE_NONBLANK_PATTERN, TEXT_NONBLANK_PATTERN, model_properties
+from schemas.turns import (
+    IDENTIFIER,
+    IDENTIFIER_RULE,
+    MAX_METADATA_ENTRIES,
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    TENANT_ID,
+    Role,
+    ToolStatus,
+    control_problem,
+)
 from sinks.postgres.maintenance import MAX_DAYS, MIN_HALF_LIFE_DAYS
 
-Identifier = StrictStr
+
+def _identifier(value: str) -> str:
+    if not IDENTIFIER.fullmatch(value):
+        raise ValueError(f"must be {IDENTIFIER_RULE}")
+    return value
+
+
+#: An identifier (agent, user, project, session): checked with a message that says the rule,
+#: and with its pattern in the document.
+Identifier = Annotated[
+    StrictStr, AfterValidator(_identifier), Field(json_schema_extra={"pattern": f"^{IDENTIFIER.pattern}$"})
+]
+#: A tenant named in a body: any other than the key's is a 403 (``Principal.check_tenant``),
+#: whatever its shape; the document gives the shape tenant ids have.
+TenantId = Annotated[StrictStr, Field(json_schema_extra={"pattern": f"^{TENANT_ID.pattern}$"})]
+
+
+def _nonblank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must be a non-empty string (not only whitespace)")
+    return value
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's integer is any number without a fraction: ``20973.0`` is 20973."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An integer of a request body: strict (no strings, no booleans), but 5.0 is 5.
+Int = Annotated[int, BeforeValidator(_integral)]
+#: A number of days in a tenant's settings (bounds inside the type, so the document has them).
+Days = Annotated[int, BeforeValidator(_integral), Field(ge=1, le=MAX_DAYS)]
 
 
 def _refuse_control(name: str, value: Any, *, one_line: bool) -> None:
@@ -29,6 +84,17 @@ def _refuse_control(name: str, value: Any, *, one_line: bool) -> None:
             _refuse_control(name, item, one_line=one_line)
 
 
+def _agent_required(schema: dict[str, Any]) -> None:
+    """The document requires ``agent_id``: what any key may send. A key bound to an agent may
+    leave it out (the key names the agent), which the document cannot say per key."""
+    schema["required"] = sorted({*schema.get("required", []), "agent_id"})
+    agent = schema["properties"]["agent_id"]
+    schema["properties"]["agent_id"] = {
+        "type": "string", "pattern": f"^{IDENTIFIER.pattern}$", "title": agent.get("title", "Agent Id"),
+        "description": agent.get("description", ""),
+    }  # fmt: skip
+
+
 class RequestModel(BaseModel):
     """A request body: unknown fields refused, no coercion, and no control characters in any
     string (the same rule as the turn contract, ``schemas/turns.py``), so nothing is accepted
@@ -36,6 +102,13 @@ class RequestModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     one_line: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        """The document says what the validator below enforces: no control characters."""
+        schema = handler(core_schema)
+        model_properties(cls, handler.resolve_ref_schema(schema), cls.one_line)
+        return schema
 
     @field_validator("*", mode="after")
     @classmethod
@@ -48,6 +121,8 @@ class RequestModel(BaseModel):
 class TurnIn(RequestModel):
     """One conversation turn (or tool call/outcome) an agent reports."""
 
+    model_config = ConfigDict(json_schema_extra=_agent_required)
+
     one_line = frozenset({"tags", "tool_name"})
 
     event_id: uuid.UUID | None = Field(
@@ -55,7 +130,7 @@ class TurnIn(RequestModel):
         description="Idempotency key. Send the same id again (e.g. after a timeout) and the "
         "turn is stored once. Generated when absent.",
     )
-    tenant_id: Identifier | None = Field(
+    tenant_id: TenantId | None = Field(
         default=None, description="Optional: the API key's tenant. Naming another tenant is refused (403)."
     )
     agent_id: Identifier | None = Field(
@@ -65,15 +140,26 @@ class TurnIn(RequestModel):
     project_id: Identifier | None = Field(default=None, description=IDENTIFIER_RULE)
     session_id: Identifier = Field(description=IDENTIFIER_RULE)
     role: Role
-    content: StrictStr
+    content: Annotated[
+        StrictStr,
+        AfterValidator(_nonblank),
+        Field(json_schema_extra={"minLength": 1, "pattern": TEXT_NONBLANK_PATTERN}),
+    ]
     event_time: datetime | None = Field(
         default=None,
         description="When it happened, ISO 8601 with a timezone; the gateway's clock when absent.",
     )
-    tool_name: StrictStr | None = Field(default=None, max_length=128)
+    tool_name: (
+        Annotated[StrictStr, Field(max_length=128, json_schema_extra={"pattern": ONE_LINE_NONBLANK_PATTERN})] | None
+    ) = None
     tool_status: ToolStatus | None = None
-    tags: list[StrictStr] = Field(default_factory=list)
-    metadata: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    tags: list[Annotated[StrictStr, Field(min_length=1, max_length=MAX_TAG_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_TAGS
+    )
+    metadata: dict[
+        Annotated[StrictStr, Field(min_length=1, max_length=MAX_METADATA_KEY_CHARS)],
+        Annotated[StrictStr, Field(max_length=MAX_METADATA_VALUE_CHARS)],
+    ] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
     shared: bool = Field(
         default=False, description="Visible to every agent of the tenant (default: private to agent_id)."
     )
@@ -270,7 +356,7 @@ class RuleIn(RequestModel):
     tool: StrictStr = Field(min_length=1, max_length=128)
     effect: Literal["ALLOW", "BLOCK"]
     pattern: StrictStr = Field(min_length=1, max_length=512, description="RE2 syntax, searched in the command.")
-    position: int = Field(default=0, ge=-1_000_000, le=1_000_000)
+    position: Int = Field(default=0, ge=-1_000_000, le=1_000_000)
     description: StrictStr = Field(default="", max_length=1000)
 
 
@@ -368,8 +454,19 @@ class SkillsOut(BaseModel):
     skills: list[SkillOut]
 
 
+#: Steps of a tool event: at most this many, of at most this many characters — they travel
+#: as one JSON metadata value, which then always fits its limit (escapes included).
+MAX_STEPS = 50
+MAX_STEP_CHARS = 150
+Step = Annotated[
+    StrictStr, Field(min_length=1, max_length=MAX_STEP_CHARS, json_schema_extra={"pattern": ONE_LINE_NONBLANK_PATTERN})
+]
+
+
 class ToolEventIn(RequestModel):
     """The outcome of a tool call or of a whole skill (e.g. a deploy), for procedural memory."""
+
+    model_config = ConfigDict(json_schema_extra=_agent_required)
 
     one_line = frozenset({"skill", "tool_name", "steps"})
 
@@ -378,14 +475,14 @@ class ToolEventIn(RequestModel):
     user_id: Identifier
     session_id: Identifier
     project_id: Identifier | None = None
-    skill: StrictStr = Field(min_length=1, max_length=128, description="What was attempted, e.g. 'deploy'.")
+    skill: StrictStr = Field(
+        min_length=1, max_length=128, description="What was attempted, e.g. 'deploy'.",
+        json_schema_extra={"pattern": ONE_LINE_NONBLANK_PATTERN},
+    )  # fmt: skip
     tool_name: StrictStr | None = Field(default=None, max_length=128)
     status: Literal["success", "failure"]
     feedback: StrictStr | None = Field(default=None, max_length=4000, description="What went wrong, or advice.")
-    steps: list[StrictStr] = Field(
-        default_factory=list, max_length=50,
-        description=f"Up to 50 steps of 1-200 characters, {MAX_METADATA_VALUE_CHARS} characters as JSON in all.",
-    )  # fmt: skip
+    steps: list[Step] = Field(default_factory=list, max_length=MAX_STEPS, description="What was done, in order.")
     shared: bool = Field(
         default=False, description="Visible to every agent of the tenant (default: private to agent_id, like a turn)."
     )
@@ -396,15 +493,6 @@ class ToolEventIn(RequestModel):
     def _skill_named(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("skill must name what was attempted (not only spaces)")
-        return value
-
-    @field_validator("steps")
-    @classmethod
-    def _steps_fit(cls, value: list[str]) -> list[str]:
-        if any(not step.strip() or len(step) > 200 for step in value):
-            raise ValueError("each step has 1-200 characters (not only spaces)")
-        if len(orjson.dumps(value)) > MAX_METADATA_VALUE_CHARS:
-            raise ValueError(f"the steps take more than {MAX_METADATA_VALUE_CHARS} characters as JSON")
         return value
 
     @field_validator("event_id", mode="before")
@@ -423,15 +511,32 @@ class ToolEventIn(RequestModel):
 MIN_WEIGHT = 1e-6
 
 
+def _importance_zero_or_enough(schema: dict[str, Any]) -> None:
+    schema["properties"]["min_importance"]["anyOf"] = [
+        {"const": 0},
+        {"type": "number", "minimum": MIN_WEIGHT, "maximum": 1},
+        {"type": "null"},
+    ]
+
+
 class RetentionIO(RequestModel):
     """The tenant's retention policy; null switches a rule off."""
 
-    compact_after_days: int | None = Field(default=None, ge=1, le=MAX_DAYS)
-    min_importance: float | None = Field(default=None, ge=0, le=1)
-    max_age_days: int | None = Field(default=None, ge=1, le=MAX_DAYS)
-    max_per_user: int | None = Field(default=None, ge=1, le=1_000_000_000)
-    unaccessed_days: int | None = Field(default=None, ge=1, le=MAX_DAYS)
+    model_config = ConfigDict(json_schema_extra=_importance_zero_or_enough)
+
+    compact_after_days: Days | None = None
+    min_importance: float | None = Field(default=None, ge=0, le=1, description=f"0, or {MIN_WEIGHT:g} to 1")
+    max_age_days: Days | None = None
+    max_per_user: Annotated[int, BeforeValidator(_integral), Field(ge=1, le=1_000_000_000)] | None = None
+    unaccessed_days: Days | None = None
     decay_half_life_days: float | None = Field(default=None, ge=MIN_HALF_LIFE_DAYS, le=MAX_DAYS)
+
+    @field_validator("min_importance")
+    @classmethod
+    def _zero_or_enough(cls, value: float | None) -> float | None:
+        if value is not None and 0 < value < MIN_WEIGHT:  # a smaller one underflows a ``real``
+            raise ValueError(f"min_importance is 0 or at least {MIN_WEIGHT:g}")
+        return value
 
 
 class ForgetPreviewOut(BaseModel):
@@ -443,7 +548,13 @@ class ForgetPreviewOut(BaseModel):
 class TextSearchIn(RequestModel):
     """The tenant's full-text language; null falls back to the deployment's default."""
 
-    config: str | None = Field(default=None, max_length=63, examples=["german"])
+    config: (
+        Annotated[
+            StrictStr,
+            Field(max_length=63, pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$", examples=["german"]),
+        ]
+        | None
+    ) = Field(default=None, description="A text-search configuration of the database (422 for one it lacks).")
 
 
 class TextSearchOut(BaseModel):
@@ -456,8 +567,17 @@ class TextSearchOut(BaseModel):
     reindexed: dict[str, int] = Field(default_factory=dict)
 
 
+def _weights_zero_or_enough(schema: dict[str, Any]) -> None:
+    """A weight is 0 or at least ``MIN_WEIGHT``, as the validator says."""
+    for name in ("vector_weight", "text_weight"):
+        prop = schema["properties"][name]
+        prop["anyOf"] = [{"const": 0}, {"type": "number", "minimum": MIN_WEIGHT, "maximum": 10}, {"type": "null"}]
+
+
 class RankingIO(RequestModel):
     """Per-tenant ranking; null falls back to the deployment's default."""
+
+    model_config = ConfigDict(json_schema_extra=_weights_zero_or_enough)
 
     vector_weight: float | None = Field(default=None, ge=0, le=10, description=f"0, or {MIN_WEIGHT:g} to 10")
     text_weight: float | None = Field(default=None, ge=0, le=10, description=f"0, or {MIN_WEIGHT:g} to 10")

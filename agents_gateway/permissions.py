@@ -11,7 +11,11 @@ and cut into fragments at every character where a shell could start another comm
 regardless of quotes (``commands.py``): the whole line and each fragment get their first
 matching rule; a BLOCK for any of them blocks, and the line is allowed only when every
 fragment is (``pytest --timeout=30 && rm -rf /data`` is not allowed by an ALLOW rule for
-pytest).
+pytest). An ALLOW rule never allows a fragment that holds an expansion (``$``, a backtick,
+history ``!``: bash can run code through any of them), nor one whose program, assignments
+before it, or shells (and find ``-exec``) its pattern does not name (``commands.analyse``);
+it is passed over, and a later rule decides. A reason names fragments by position, never
+by their text.
 
 Patterns are RE2 (no backtracking), validated when stored: at most ``MAX_PATTERN_CHARS``
 characters, counted repetitions (``{n,m}``) up to ``MAX_REPEAT``, and at most
@@ -49,8 +53,8 @@ import psycopg
 import re2
 import redis.asyncio as aioredis
 
-from agents_gateway.commands import MAX_PARTS, normalise, parts
-from memstream.privacy import redact
+from agents_gateway.commands import MAX_PARTS, Unnamed, analyse, normalise, parts
+from memstream.privacy import DEFAULT_POLICY, PrivacyPolicy, redact
 from sinks.postgres.audit import append_audit
 from sinks.postgres.rules import Rule, rules_for
 from sinks.redis.grants import command_hash, use_grant
@@ -195,15 +199,33 @@ def text_problem(name: str, value: str | None, *, multiline: bool = False) -> st
 # --- redaction of what is audited ---------------------------------------------------------
 
 
-def redact_command(command: str) -> tuple[str, Counter[str]]:
+def redact_command(command: str, policy: PrivacyPolicy = DEFAULT_POLICY) -> tuple[str, Counter[str]]:
     """``command`` as it may be kept in the audit log: the privacy filter
-    (``memstream.privacy.redact``), whose command-line detectors find the secrets command
-    lines carry — ``mysql -p<password>``, ``--password=…``/``--token …``-style options,
+    (``memstream.privacy.redact``) with the tenant's ``policy`` (e-mail addresses and phone
+    numbers go when it redacts them in turns), whose command-line detectors find the secrets
+    command lines carry — ``mysql -p<password>``, ``--password=…``/``--token …``-style options,
     ``PGPASSWORD=… cmd``-style assignments, ``-H 'Authorization: …'`` headers, ``sshpass -p …``,
-    ``curl -u user:password``, ``redis-cli -a …``, ``htpasswd -b …``, ``aws configure set … …``
-    — and everything else it redacts. One set of detectors for turns, tool events and the
-    audit log, so they never disagree. Returns what was found, by kind."""
-    return redact(command)
+    ``curl -u user:password``, ``redis-cli -a …``, ``htpasswd -b …``, ``aws configure set … …``,
+    SQL's ``PASSWORD '…'`` — and everything else it redacts. One set of detectors for turns,
+    tool events and the audit log, so they never disagree. Returns what was found, by kind."""
+    return redact(command, policy)
+
+
+#: A pattern's escapes of punctuation (``\.``, ``\!``, ``\-``) and its blanks (``\s+``), read as
+#: what they match: ``frank@example\.com`` and ``PASSWORD 'Hunter2\!'`` are what they say.
+_PATTERN_ESCAPE = re.compile(r"\\([^\w\s])|\\s[+*?]?+")
+
+
+def redact_pattern(pattern: str, policy: PrivacyPolicy = DEFAULT_POLICY) -> tuple[str, Counter[str]]:
+    """A rule's pattern as the audit log keeps it: the filter on the pattern as written, or —
+    when it finds more there — on the pattern with its escapes read as what they match."""
+    shown, found = redact_command(pattern, policy)
+    plain = _PATTERN_ESCAPE.sub(lambda m: m.group(1) or " ", pattern)
+    if plain != pattern:
+        shown_plain, found_plain = redact_command(plain, policy)
+        if sum(found_plain.values()) > sum(found.values()):
+            return shown_plain, found_plain
+    return shown, found
 
 
 def sha256_hex(text: str) -> str:
@@ -211,11 +233,19 @@ def sha256_hex(text: str) -> str:
 
 
 def rule_audit_detail(
-    *, project_id: str | None, tool: str, effect: str, pattern: str, position: int, description: str
+    *,
+    project_id: str | None,
+    tool: str,
+    effect: str,
+    pattern: str,
+    position: int,
+    description: str,
+    policy: PrivacyPolicy = DEFAULT_POLICY,
 ) -> tuple[dict[str, Any], Counter[str]]:
-    """A new rule as the audit log keeps it: pattern and description redacted, with hashes."""
-    shown_pattern, found = redact_command(pattern)
-    shown_description, more = redact_command(description)
+    """A new rule as the audit log keeps it: pattern and description redacted with the
+    tenant's ``policy`` (``redact_pattern``, ``redact_command``), with hashes of both."""
+    shown_pattern, found = redact_pattern(pattern, policy)
+    shown_description, more = redact_command(description, policy)
     found.update(more)
     detail = {
         "project_id": project_id, "tool": tool, "effect": effect, "position": position,
@@ -308,64 +338,118 @@ async def _match(
     return await asyncio.wrap_future(job)
 
 
+#: Why no ALLOW rule allows a text: it holds an expansion, or the ALLOW rules that match it
+#: do not name a part of it that runs (``commands.analyse``).
+Refusal = Literal["expansion"] | Unnamed
+
+_REFUSALS: dict[Refusal, str] = {
+    "expansion": "holds a shell expansion ($, a backtick or !), through which a shell can run code"
+    " no rule sees, so no ALLOW rule allows it",
+    "program": "is matched by an ALLOW rule that does not name its program",
+    "assignments": "is matched by an ALLOW rule that does not name the variables it sets before its program",
+    "runner": "is matched by an ALLOW rule that does not name the shell (or find -exec) it runs",
+}
+
+
 @dataclass(frozen=True)
 class _Outcome:
-    #: The first rule matching each text judged (the whole line, then each fragment), or None.
+    #: The first rule deciding each text judged (the whole line, then each fragment), or None:
+    #: the first BLOCK rule that matches it, or ALLOW rule that matches and may allow it.
     first: list[Rule | None]
+    #: For each text no rule decides, why no ALLOW rule could (None: none matched it).
+    refused: list[Refusal | None]
     checked: int
     exceeded: bool
 
 
 def _first_matches(rules: Sequence[Rule], texts: Sequence[str], budget_s: float) -> _Outcome:
-    """For each text, the first rule whose pattern is found in it (in a matcher thread). The
-    budget, for all texts together, is checked before each search: one search is bounded by
-    the pattern limits, not interrupted."""
+    """For each text, the first rule that decides it (in a matcher thread): a BLOCK rule
+    whose pattern is found in it, or an ALLOW rule whose pattern is found in it and that may
+    allow it — never one for a text with an expansion (not searched at all), and only one
+    that names every part of it that runs: its pattern must no longer match when the program,
+    the assignments before it or the shells it names are replaced by a neutral word
+    (``commands.analyse``). An ALLOW rule that may not allow a text is passed over, so a
+    later rule decides it. The budget, for all texts together, is checked before each search
+    (those of the replaced texts included): one search is bounded by the pattern limits, not
+    interrupted."""
     deadline = time.monotonic() + budget_s
     first: list[Rule | None] = []
+    refused: list[Refusal | None] = []
     checked = 0
     for text in texts:
+        fragment = analyse(text)
         found: Rule | None = None
+        why: Refusal | None = "expansion" if fragment.expansion is not None else None
         for rule in rules:
+            allow = rule.effect == "ALLOW"
+            if allow and fragment.expansion is not None:
+                continue
             if time.monotonic() > deadline:
-                return _Outcome(first, checked, exceeded=True)
+                return _Outcome(first, refused, checked, exceeded=True)
             checked += 1
             try:
                 compiled = compile_pattern(rule.pattern)
             except PatternError:
                 continue  # stored before validation tightened: never matches, never crashes
-            if compiled.search(text) is not None:
-                found = rule
-                break
+            if compiled.search(text) is None:
+                continue
+            if allow:
+                unnamed: Unnamed | None = None
+                for part, replaced in fragment.unnamed:
+                    if time.monotonic() > deadline:
+                        return _Outcome(first, refused, checked, exceeded=True)
+                    if compiled.search(replaced) is not None:
+                        unnamed = part
+                        break
+                if unnamed is not None:
+                    why = why or unnamed
+                    continue
+            found = rule
+            break
         first.append(found)
-    return _Outcome(first, checked, exceeded=False)
+        refused.append(None if found is not None else why)
+    return _Outcome(first, refused, checked, exceeded=False)
 
 
 def _rule_verdict(rule: Rule, reason: str = "") -> Verdict:
+    """A rule's verdict; its reason shows the pattern redacted (a pattern that matched may
+    hold what the command holds), never the command."""
     tier: Tier = "project" if rule.project_id is not None else "global"
     where = f"project {rule.project_id}" if rule.project_id else "global"
-    return Verdict(rule.effect, tier, f"{where} rule /{rule.pattern}/{reason}", rule_id=rule.rule_id)
+    shown, _found = redact_command(rule.pattern)
+    return Verdict(rule.effect, tier, f"{where} rule /{shown}/{reason}", rule_id=rule.rule_id)
 
 
-def _judge(whole: str, pieces: Sequence[str], first: Sequence[Rule | None]) -> Verdict:
+def _judge(
+    whole: str, pieces: Sequence[str], first: Sequence[Rule | None], refused: Sequence[Refusal | None]
+) -> Verdict:
     """BLOCK when the whole line or any fragment is blocked; ALLOW only when every fragment
     is allowed (a line without cuts is one fragment: itself); PENDING otherwise. Each text
-    has its own first matching rule (project rules before global ones, in order), so a
-    fragment an ALLOW rule matches first is allowed whatever else it holds."""
+    has its own first deciding rule (project rules before global ones, in order,
+    ``_first_matches``), so a fragment an ALLOW rule decides is allowed whatever else its
+    program does with its arguments. A reason names a fragment by its position, never by
+    its text: a command's secrets and personal data are not repeated."""
     single = pieces == [whole]
-    by_part = [first[0]] if single else list(first[1:])
-    for text, rule in zip([whole] if single else [whole, *pieces], first, strict=True):
+    by_part = list(first) if single else list(first[1:])
+    why = list(refused) if single else list(refused[1:])
+    count = len(by_part)
+    for index, rule in enumerate(first):
         if rule is not None and rule.effect == "BLOCK":
-            return _rule_verdict(rule, "" if text == whole else f" (on the fragment {text!r} of the command)")
+            return _rule_verdict(rule, "" if index == 0 else f" (on fragment {index} of {count} of the command)")
     if by_part and all(rule is not None and rule.effect == "ALLOW" for rule in by_part):
         allowed = by_part[0]
         assert allowed is not None
-        others = f" (and every other of the {len(by_part)} fragments)"
-        return _rule_verdict(allowed, "" if len(by_part) == 1 else others)
-    unmatched = next((text for text, rule in zip(pieces, by_part, strict=True) if rule is None), None)
-    if len(by_part) > 1 and unmatched is not None:
-        return Verdict(
-            "PENDING", "none", f"no rule matches the fragment {unmatched!r} of the command: a human must confirm"
-        )
+        others = f" (and every other of the {count} fragments)"
+        return _rule_verdict(allowed, "" if count == 1 else others)
+    denied = next((i for i, rule in enumerate(by_part) if rule is None), None)
+    if denied is None:
+        return Verdict("PENDING", "none", "no rule matches: a human must confirm")
+    what = "the command" if count == 1 else f"fragment {denied + 1} of {count} of the command"
+    refusal = why[denied]
+    if refusal is not None:
+        return Verdict("PENDING", "none", f"{what} {_REFUSALS[refusal]}: a human must confirm")
+    if count > 1:
+        return Verdict("PENDING", "none", f"no rule matches {what}: a human must confirm")
     return Verdict("PENDING", "none", "no rule matches: a human must confirm")
 
 
@@ -414,7 +498,7 @@ async def decide(
             f"matching exceeded its {budget_s * 1000:g} ms budget after {outcome.checked} of"
             f" {len(rules) * len(texts)} searches"
         )
-    return _judge(whole, pieces, outcome.first)
+    return _judge(whole, pieces, outcome.first, outcome.refused)
 
 
 async def evaluate(
@@ -432,16 +516,17 @@ async def evaluate(
     budget_s: float,
     max_rules: int,
     max_matching: int,
+    policy: PrivacyPolicy = DEFAULT_POLICY,
 ) -> Evaluation:
     """Decide, and record the decision in the audit log (in the caller's transaction), with
-    the command redacted and the SHA-256 of the original. ``agent_id`` is the agent the
-    evaluation acts for (it may use that agent's grants)."""
+    the command redacted under the tenant's ``policy`` and the SHA-256 of the original.
+    ``agent_id`` is the agent the evaluation acts for (it may use that agent's grants)."""
     verdict = await decide(
         conn, client, tenant_id=tenant_id, session_id=session_id, project_id=project_id, agent_id=agent_id,
         tool=tool, command=command, preapproved=preapproved, budget_s=budget_s, max_rules=max_rules,
         max_matching=max_matching,
     )  # fmt: skip
-    shown, found = redact_command(command)
+    shown, found = redact_command(command, policy)
     await append_audit(
         conn,
         tenant_id=tenant_id,

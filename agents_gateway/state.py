@@ -17,6 +17,7 @@ from memstream.settings import Settings
 from memstream.tokens import TokenCounter
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import SessionBuffers
+from sinks.redis.event_claims import EventClaims
 
 
 @dataclass
@@ -26,6 +27,8 @@ class GatewayState:
     pool: AsyncConnectionPool
     redis: aioredis.Redis
     buffers: SessionBuffers
+    #: Which turn each event id belongs to (a reused id is a 409).
+    event_claims: EventClaims
     embedder: Embedder
     auth: Authenticator
     policies: PolicyCache

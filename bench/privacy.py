@@ -11,7 +11,9 @@ runs interleaved so that a busy machine skews them alike:
 - ``…_all_detectors``: the same with e-mail and phone redaction on too;
 - ``adversarial_us_per_kb``: for each adversarial family (what a detector looks for, repeated
   so that its pattern can start everywhere: ``eyJ_a``, ``AKIA``, ``-----BEGIN``, …), every
-  detector on, µs per KB of ``--kib`` KiB (default 64) of it. Linear work makes this
+  detector on, µs per KB of ``--kib`` KiB (default 64) of it (the third red team's forms too:
+  ``<password>``, ``password ``, name/value pairs, YAML blocks, ``A_KEY=``, .pgpass,
+  ``identified by``, webhooks, ``a%40``, numbers with other separators, placeholders). Linear work makes this
   independent of the size: run with ``--kib 16`` and ``--kib 256`` to see it stay put
   (quadratic work grows 16-fold from one to the other).
 """
@@ -56,6 +58,18 @@ ADVERSARIAL: tuple[tuple[str, str], ...] = (
     ("--token ", "--token "),
     ("mysql -p", "mysql -p"),
     ("full-width digits", "\uff11"),
+    ("<password>", "<password>"),
+    ("password ", "password "),
+    ("name/value", 'name="password" '),
+    ("yaml block", "password: |\n  a\n"),
+    ("A_KEY=", "A_KEY="),
+    ("h:5432:d:u:", "h:5432:d:u:"),
+    ("identified by ", "identified by "),
+    ("hooks", "hooks.slack.com/services/"),
+    ("a%40", "a%40"),
+    ("4_", "4_"),
+    ("123/45/", "123/45/"),
+    ("[REDACTED:x]", "[REDACTED:x]"),
 )
 
 _POLICY_ALL = {"redact_email": True, "redact_phone": True}

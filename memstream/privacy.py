@@ -9,7 +9,11 @@ of the common providers (also glued to a word, as in ``deploy_ghp_…``), bearer
 JWTs (unsigned ones too), private-key blocks (PEM, OpenSSH, PGP, PuTTY), the value of every
 key whose name says it holds a secret (``password=…``, ``PGPASSWORD=…``, ``"api_key": "…"``,
 ``dbPassword: …``; after ``password:`` the whole rest of the line: a passphrase has several
-words), credentials in URLs, and the secrets command lines carry (``mysql -p…``,
+words) whatever separates name and value (blanks as in a Dockerfile's ``ENV``, .netrc or
+SQL's ``PASSWORD '…'``, a YAML block, an XML element, a name/value pair, ``IDENTIFIED BY``),
+names that end in a key word or name a signature when their value looks random
+(``ENCRYPTION_KEY=…``, ``AccountKey=…``, ``&sig=…``), .pgpass lines, credentials in URLs and
+the secret paths of webhook URLs, and the secrets command lines carry (``mysql -p…``,
 ``sshpass -p …``, ``curl -u user:…``, ``--token …``, ``redis-cli -a …``, ``htpasswd -b …``,
 ``aws configure set aws_secret_access_key …``, …). Every value is redacted whole, whatever
 its length. E-mail addresses and phone numbers only when the tenant's policy asks for it.
@@ -27,9 +31,11 @@ address or a phone number — is refused (``identifier_problems``). Nothing is e
 fit: placeholders can make a field longer than it was, and a field that redaction pushes
 past its limit is refused (``grown_past_limits``). The gateway applies all of it before
 producing (raw secrets never reach Kafka) and the worker again (agents may produce to Kafka
-directly); redacting redacted text changes nothing. The audit log's command lines go
-through the same filter (``agents_gateway.permissions.redact_command``), so the two never
-disagree about what a command-line secret is.
+directly); redacting redacted text changes nothing — a value that is exactly placeholders is
+left alone, but one that merely starts with one (``password=[REDACTED:x]Hunter2``) is
+redacted whole. The audit log's command lines go through the same filter with the tenant's
+policy (``agents_gateway.permissions.redact_command``), so the two never disagree about what
+a secret is.
 
 **Linear time.** Text comes from anyone with an API key, so every detector's work is
 linear in the text's length: no pattern has two quantifiers that can split the same run of
@@ -53,7 +59,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -66,8 +72,9 @@ _DONE = "[REDACTED:"
 #: The identifiers of a turn: refused, never rewritten, when they carry a secret.
 IDENTIFIER_FIELDS = ("tenant_id", "agent_id", "user_id", "project_id", "session_id")
 #: Identifiers that may name a person: refused also when they are or contain an e-mail address
-#: or a phone number and the tenant's policy redacts those.
-PERSONAL_IDENTIFIER_FIELDS = ("agent_id", "user_id", "project_id", "session_id")
+#: or a phone number and the tenant's policy redacts those (``tool``: a permission request's
+#: tool name, which is audited as it is).
+PERSONAL_IDENTIFIER_FIELDS = ("agent_id", "user_id", "project_id", "session_id", "tool")
 
 
 @dataclass(frozen=True)
@@ -238,7 +245,7 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 class Facts:
     """The normalised view and what the hints look at, computed once per text."""
 
-    __slots__ = ("_reversed", "digits", "lower", "origin", "original", "text")
+    __slots__ = ("_reversed", "_secret_words", "digits", "lower", "origin", "original", "text")
 
     def __init__(self, original: str) -> None:
         self.original = original
@@ -246,6 +253,7 @@ class Facts:
         self.lower = self.text.lower() if self.text.isascii() else self.text.translate(_ASCII_LOWER)
         self.digits = len(_NOT_DIGIT.sub("", self.text))
         self._reversed: str | None = None
+        self._secret_words: bool | None = None
 
     @property
     def reversed(self) -> str:
@@ -294,7 +302,7 @@ def _regex_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
         if group is None:
             continue
         target = match.group(group)
-        if not target or target.startswith(_DONE):  # already done: redacting is idempotent
+        if not target:  # (what is placeholders only is left alone later: ``_outside_placeholders``)
             continue
         if detector.accept is not None and not detector.accept(target):
             continue
@@ -381,16 +389,109 @@ def secret_name(name: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)
 def _password_name(name: str) -> bool:
     """A name whose value may be a passphrase of several words (the rest of the line is taken)."""
     return _PASSWORD_NAME.search(name.translate(_ASCII_LOWER)) is not None
 
 
-_SECRET_HINTS = ("pass", "pwd", "secret", "token", "key", "credential", "auth")
+#: Names that hold a secret only when their value looks like one: a name that ends in a key
+#: word (``ENCRYPTION_KEY``, ``SIGNING_KEY``, ``RAILS_MASTER_KEY``, ``AccountKey``), a signature
+#: (``X-Amz-Signature``), and ``key``/``sig`` as a parameter of a query or a connection string
+#: (``?key=…``, ``&sig=…``, ``;key=…``): a key is as often an id (``sort_key``) as a secret.
+_NAME_WORD = re.compile(_SECRET_WORD.pattern + r"|key|sig")
+#: Key words that name an id or a public key, not a secret: ``primary_key``, ``sort_key``, ``public_key``.
+_NOT_A_SECRET_KEY = re.compile(
+    r"(?i)(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:primary|foreign|sort|partition|clustering|cluster|routing|cache|lookup"
+    r"|index|unique|shard|row|composite|surrogate|natural|hot|group|map|dict|object|public|pub|host|idempotency"
+    r"|dedup|dedupe|message|event|kms|gpg|redis|s3|ssh|foreign|short|shortcut|sort|range|hash|compound|join|parent"
+    r"|child|i18n|translation|react|list|item|cursor|page|next|prev)[_.-]?key$"
+)
+_STRONG, _WEAK = 2, 1
+
+
+@lru_cache(maxsize=4096)
+def _name_strength(name: str, before: str) -> int:
+    """``_STRONG``: the name says a secret follows (``secret_name``); ``_WEAK``: a secret follows
+    when the value looks random (``_looks_random``); 0: no secret's name. ``before`` is the
+    character before the name (``?``/``&``/``;`` make ``key`` and ``sig`` parameters)."""
+    if secret_name(name):
+        return _STRONG
+    if len(name) < 3 or _NOT_A_SECRET.search(name):
+        return 0
+    lower = name.translate(_ASCII_LOWER)
+    if lower in ("key", "sig"):
+        return _WEAK if before in ("?", "&", ";") else 0
+    if lower.endswith("signature") and _word_boundary(name, len(name) - 9):
+        return _WEAK
+    if (
+        lower.endswith("key")
+        and len(name) > 3
+        and (_word_boundary(name, len(name) - 3) or name.isupper())
+        and not _NOT_A_SECRET_KEY.search(name)
+    ):
+        return _WEAK
+    return 0
+
+
+def _looks_random(value: str) -> bool:
+    """A value that a weak name (``…_KEY``, a signature) holds as a secret: one word of 16 or
+    more characters mixing letters and digits (hex, base64, base62 keys), not a URL or a path."""
+    v = value.strip("'\"` ")
+    if len(v) < 16 or "://" in v or v.startswith(("~", "./", "../", "$")) or _HAS_BLANK.search(v):
+        return False
+    if _HAS_LETTER.search(v) and _HAS_DIGIT.search(v):
+        return True
+    return len(v) >= 20 and _HAS_UPPER.search(v) is not None and _HAS_LOWER.search(v) is not None
+
+
+_HAS_BLANK = re.compile(r"\s")
+_HAS_LETTER = re.compile(r"[^\W\d_]")
+_HAS_DIGIT = re.compile(r"[0-9]")
+_HAS_UPPER = re.compile(r"[A-Z]")
+_HAS_LOWER = re.compile(r"[a-z]")
+#: A character that is no letter, digit, ``_``, ``-`` or ``.``: a password's, not a word's.
+_HAS_SYMBOL = re.compile(r"[^\w.-]")
+
+
+#: Words after a secret's name and a blank that are no secret: SQL and other types, keywords.
+_NOT_A_VALUE = frozenset(
+    "varchar char character text string str int integer bigint smallint serial bytea bytes blob binary varbinary"
+    " boolean bool uuid timestamp timestamptz date datetime json jsonb null none nil true false undefined optional"
+    " required unique default references index primary foreign column field argument parameter".split()
+)
+_PUNCTUATION_AROUND = "()[]{}<>.,;:!?'\"`*_~"
+_LETTERS_HEAD = re.compile(r"[A-Za-z]++")
+
+
+def _looks_secret(word: str, *, capitals: bool = True) -> bool:
+    """A word after a secret's name and a blank (``my password Hunter2Secret!``,
+    ``aws_secret_access_key wJalr…``) that is a secret rather than prose (``password reset``,
+    ``token 4096``, ``password VARCHAR(255)``): six or more characters with letters and a
+    digit, a symbol or (``capitals``) a capital inside; not a URL, a path or a ``$VARIABLE``."""
+    core = word.strip(_PUNCTUATION_AROUND)
+    if len(core) < 6 or "://" in core or core[0] in "/~$%{" or core.startswith("./"):
+        return False
+    head = _LETTERS_HEAD.match(core)
+    if head is not None and head.group().lower() in _NOT_A_VALUE:
+        return False
+    if _HAS_LETTER.search(core) is None:
+        return False  # a number, a date, a version
+    return (
+        _HAS_DIGIT.search(core) is not None
+        or _HAS_SYMBOL.search(core) is not None
+        or (capitals and _HAS_UPPER.search(core, 1) is not None and _HAS_LOWER.search(core) is not None)
+    )
+
+
+#: What every name ``_name_strength`` accepts contains (one scan, its answer kept per text).
+_SECRET_HINT = re.compile(r"pass|pwd|secret|token|key|credential|auth|sig")
 
 
 def _secret_word_hint(facts: Facts) -> bool:
-    return any(k in facts.lower for k in _SECRET_HINTS)
+    if facts._secret_words is None:
+        facts._secret_words = _SECRET_HINT.search(facts.lower) is not None
+    return facts._secret_words
 
 
 # --- command lines ----------------------------------------------------------------------------
@@ -612,7 +713,7 @@ def _command_line_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
     found.sort()
     last = 0
     for start, end, kind in found:
-        if start < last or facts.text.startswith(_DONE, start):
+        if start < last:
             continue
         last = end
         yield start, end, kind
@@ -626,56 +727,113 @@ def _command_line_hint(facts: Facts) -> bool:
 
 _NAME_RUN = re.compile(r"[A-Za-z0-9_.-]*+")
 _NAME_RUN_BACK = re.compile(r"[A-Za-z0-9_.-]*+")
-#: After a name: its closing quote (escaped in JSON inside JSON), then the separator.
-_ASSIGN = re.compile(r"(?:\\*+[\"'])?+[ \t]*+(?P<sep>:=|=>|:|=)")
+#: After a name: its closing quote (escaped in JSON inside JSON) or Markdown (``**Password:**``,
+#: ```password`:``), then the separator.
+_ASSIGN = re.compile(r"(?:\\*+[\"'])?+[*`]{0,3}+[ \t]*+(?P<sep>:=|=>|:|=)\*{0,2}+")
 _BEFORE_VALUE = re.compile(r"[ \t]*+(?:\r?\n[ \t]*+)?+")
 _DQ_VALUE = re.compile(r"(?:[^\"\\\n]|\\.)*+")
 _EQ_VALUE = re.compile(r"\\++\"([^\"\\\n]*+)")
 _SQ_VALUE = re.compile(r"'([^'\n]*+)")
-_BARE_VALUE = re.compile(r"[^\s,;&\"'\\]++")
+_BQ_VALUE = re.compile(r"`([^`\n]*+)")
+_BARE_VALUE = re.compile(r"[^\s,;&\"'`\\]++")
 #: An environment variable's name (upper case, by convention): ``PGPASSWORD=… psql``.
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
+
+#: A .pgpass line, ``host:port:database:user:password``: found by its port (``:5432:``, ``:*:``),
+#: then read from its host. The host has a letter, ``*`` or a dot; the database and the user a
+#: letter or ``*``; five fields (an IPv6 address has more: no ``:`` and a character follow).
+_PGPASS_PORT = re.compile(r":(?:[1-9][0-9]{1,4}+|\*):")
+_HOST_BACK = re.compile(r"[\w.*-]*+")
+_PGPASS = re.compile(
+    r"(?=[^:\sA-Za-z*.]*+[A-Za-z*.])[\w.*-]++:(?:[1-9][0-9]{1,4}+|\*):"
+    r"(?=[^:\sA-Za-z*]*+[A-Za-z*])[^:\s]++:(?=[^:\sA-Za-z*]*+[A-Za-z*])[^:\s]++:((?:\\.|[^\s:\\])++)(?!\w|:\S)"
+)
+
+
+def _pgpass_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    text = facts.text
+    pos = 0
+    while (port := _PGPASS_PORT.search(text, pos)) is not None:
+        pos = port.end() - 1
+        start = facts.run_before(port.start(), _HOST_BACK)
+        if start == port.start() or (start > 0 and text[start - 1] not in " \t\r\n\"'`=(>"):
+            continue
+        line = _PGPASS.match(text, start)
+        if line is not None:
+            yield line.start(1), line.end(1), "password"
+            pos = line.end()
+
+
 _SHELL_BARE = re.compile(r"[^\s'\"|;&<>()`]++")
 _SHELL_PREFIX = re.compile(r"(?:^|[\s;&|(])(?:export|env|declare|local|readonly|set)[ \t]++$")
 
 
 def _key_value_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
-    """The value of every ``name=value`` / ``name: value`` / ``"name": "value"`` pair whose name
-    says it holds a secret. Each name is read once, and each value is skipped as a whole."""
+    """The value of every pair whose name says it holds a secret, whatever separates them:
+    ``name=value``, ``name: value``, ``"name": "value"``, ``name value`` (a Dockerfile's ``ENV``,
+    .netrc, .properties, SQL's ``PASSWORD '…'``), a YAML block (``name: |`` and the lines indented
+    under it), an XML element (``<password>…</password>``) and name/value pairs
+    (``key="ApiSecret" value="…"``, ``- name: DB_PASSWORD⏎  value: …``). Each name is read
+    once, and each value is skipped as a whole."""
     text, lower = facts.text, facts.lower
     cursor = 0
-    for word in _SECRET_WORD.finditer(lower):
+    for word in _NAME_WORD.finditer(lower):
         if word.start() < cursor:
             continue
         name_match = _NAME_RUN.match(text, word.end())
         end = name_match.end() if name_match else word.end()
         cursor = end
-        assign = _ASSIGN.match(text, end)
-        if assign is None:
-            continue
+        if text[end : end + 1] not in _AFTER_NAME:
+            continue  # no form of value can follow (``token.decode()``, ``keys,``)
         start = facts.run_before(word.start(), _NAME_RUN_BACK)
         name = text[start:end]
+        strength = _name_strength(name, text[start - 1 : start])
+        if not strength:
+            continue
         if name.translate(_ASCII_LOWER).lstrip("-") in ("authorization", "authorisation", "proxy-authorization"):
             continue  # the auth_header detector's: it keeps the scheme ("Basic …") readable
-        if not secret_name(name):
-            continue
-        sep, after = assign.group("sep"), assign.end()
-        if sep == "=" and text.startswith("=", after):
-            continue  # a comparison: password == x
-        if sep == ":" and text.startswith("//", after):
-            continue  # a URL scheme
-        found = _value_after(text, name, sep, after, assign.start() == end and sep == "=", start)
+        found = _value_of(facts, name, strength, start, end)
         if found is None:
             continue
         value_start, value_end, kind = found
         cursor = max(cursor, value_end)
-        if value_end > value_start and not text.startswith(_DONE, value_start):
+        if value_end > value_start and (strength == _STRONG or _looks_random(text[value_start:value_end])):
             yield value_start, value_end, kind
+
+
+#: What may follow a name that a value follows: a quote, Markdown, a separator, a blank, a tag's end.
+_AFTER_NAME = frozenset(" \t\r\n\"'`*\\=:<>(")
+
+
+def _value_of(facts: Facts, name: str, strength: int, start: int, end: int) -> Found | None:
+    """The value of the name at ``text[start:end]``, in the first form that fits."""
+    text = facts.text
+    assign = _ASSIGN.match(text, end)
+    if assign is not None:
+        sep, after = assign.group("sep"), assign.end()
+        if sep == "=" and text.startswith("=", after):
+            return None  # a comparison: password == x
+        if sep == ":" and text.startswith("//", after):
+            return None  # a URL scheme
+        return _value_after(text, name, sep, after, assign.start() == end and sep == "=", start)
+    if text.startswith("(", end):  # SELECT PASSWORD('…')
+        call = _SQL_CALL.match(text, start)
+        return _call_argument(text, call.end()) if call is not None and call.end() > end else None
+    before = text[start - 1 : start]
+    if before in ("<", ":"):
+        element = _element_value(facts, start, end)
+        if element is not None or before == "<":
+            return element  # a tag's name holds no other form of value
+    near = facts.lower[max(0, start - 24) : start]
+    if ("name" in near or "key" in near) and (paired := _paired_value(facts, name, start, end)) is not None:
+        return paired
+    return _spaced_value(text, name, strength, start, end)
 
 
 def _value_after(text: str, name: str, sep: str, after: int, assignment: bool, name_start: int) -> Found | None:
     """The value that follows a separator at ``after`` (its span and kind), or None. Each
-    form is read once, up to its end (a quote, a delimiter, the end of the line)."""
+    form is read once, up to its end (a quote, a delimiter, the end of the line, the end of
+    a YAML block)."""
     blank = _BEFORE_VALUE.match(text, after)
     v = blank.end() if blank else after
     same_line = "\n" not in text[after:v]
@@ -699,8 +857,23 @@ def _value_after(text: str, name: str, sep: str, after: int, assignment: bool, n
         if shell and text.startswith("'", quoted.end()) and _shell_assignment(text, quoted.end() + 1, name_start):
             return v, quoted.end() + 1, "secret_variable"
         return quoted.start(1), quoted.end(1), "password"
+    if first == "`":  # Markdown code: `Hunter2 horse`
+        quoted = _BQ_VALUE.match(text, v)
+        if quoted is not None and text.startswith("`", quoted.end()):
+            return quoted.start(1), quoted.end(1), "password"
+        return v + 1, _line_end(text, v + 1), "password"
     if shell and (word := _SHELL_BARE.match(text, v)) is not None and _shell_assignment(text, word.end(), name_start):
         return v, word.end(), "secret_variable"
+    if same_line and first in ("&", "!") and sep == ":" and (props := _YAML_PROPERTIES.match(text, v)) is not None:
+        if (block := _BLOCK_START.match(text, v)) is not None:
+            return _yaml_block(text, name_start, block.end())
+        return _value_after(text, name, sep, props.end(), False, name_start)  # password: &anchor value
+    if same_line and first in ("|", ">") and sep == ":" and (block := _BLOCK_START.match(text, v)) is not None:
+        return _yaml_block(text, name_start, block.end())
+    if first in ("E", "e", "N", "n", "U", "u", "$") and (literal := _sql_literal(text, v)) is not None:
+        return literal
+    if (call := _SQL_CALL.match(text, v)) is not None:  # SET PASSWORD = PASSWORD('…')
+        return _call_argument(text, call.end())
     bare = _BARE_VALUE.match(text, v)
     if bare is None:
         return None
@@ -708,6 +881,245 @@ def _value_after(text: str, name: str, sep: str, after: int, assignment: bool, n
     if whole_line:  # a passphrase: everything up to the end of the line
         return v, _line_end(text, v), "password"
     return v, bare.end(), "password"
+
+
+#: A YAML block scalar's indicator (``|``, ``>-``, ``|2+``, after a tag such as ``!vault``) and
+#: nothing else on its line.
+_BLOCK_START = re.compile(r"(?:![^\s|>]*+[ \t]++)?+[|>][0-9+-]{0,2}+[ \t]*+(?:#[^\n]*+)?+(?=\r?\n)")
+_INDENT = re.compile(r"[ \t]*+")
+#: A YAML node's anchor and tag before its value: ``&pw``, ``!!str``, ``!vault``.
+_YAML_PROPERTIES = re.compile(r"(?:[&!][^\s,\[\]{}]*+[ \t]++){1,2}+")
+
+
+def _yaml_block(text: str, name_start: int, after: int) -> Found | None:
+    """The lines of a YAML block scalar: from the line after its indicator, every line indented
+    more than the key's line (blank lines among them), read once."""
+    line_start = text.rfind("\n", 0, name_start) + 1
+    indent = _INDENT.match(text, line_start)
+    key_indent = (indent.end() if indent else line_start) - line_start
+    first = last = -1
+    pos = text.find("\n", after) + 1
+    while 0 < pos <= len(text):
+        nl = text.find("\n", pos)
+        stop = len(text) if nl < 0 else nl
+        lead = _INDENT.match(text, pos, stop)
+        content = lead.end() if lead else pos
+        if content < stop and text[content:stop].strip():
+            if content - pos <= key_indent:
+                break
+            if first < 0:
+                first = content
+            last = _line_end(text, content)
+        if nl < 0:
+            break
+        pos = nl + 1
+    return (first, last, "password") if first >= 0 else None
+
+
+def _call_argument(text: str, quote: int) -> Found | None:
+    """The quoted argument at ``quote`` of a SQL function call."""
+    quoted = _SQ_VALUE.match(text, quote) if text[quote] == "'" else None
+    if quoted is not None:
+        return quoted.start(1), quoted.end(1), "password"
+    body = _DQ_VALUE.match(text, quote + 1)
+    return (quote + 1, body.end(), "password") if body else None
+
+
+#: SQL's password functions: ``PASSWORD('…')``, ``OLD_PASSWORD("…")``, ``ENCRYPT('…')``.
+_SQL_CALL = re.compile(r"(?i)(?:old_)?password\([ \t]*+(?=['\"])|(?:encrypt|md5|sha1|sha2)\([ \t]*+(?=['\"])")
+
+#: After an element's name: its attributes, then ``>`` (a self-closing ``/>`` holds nothing).
+_TAG_REST = re.compile(r"(?:[ \t\r\n][^<>]{0,512}+)?+>")
+
+
+def _element_value(facts: Facts, start: int, end: int) -> Found | None:
+    """``<password>…</password>``, ``<db:secret a="1">…</db:secret>``, ``<![CDATA[…]]>``: the
+    element's text, when a closing tag follows it."""
+    text = facts.text
+    lt = start - 1
+    if lt >= 0 and text[lt] == ":":  # a namespace prefix
+        lt = facts.run_before(lt, _NAME_RUN_BACK) - 1
+    if lt < 0 or text[lt] != "<":
+        return None
+    rest = _TAG_REST.match(text, end)
+    if rest is None or text[rest.end() - 2] == "/":
+        return None
+    return _element_text(text, rest.end())
+
+
+def _element_text(text: str, pos: int) -> Found | None:
+    """The text of an element from ``pos`` to its closing tag (trimmed), or a CDATA section."""
+    if text.startswith("<![CDATA[", pos):
+        close = text.find("]]>", pos + 9)
+        return pos + 9, close if close >= 0 else len(text), "password"
+    close = text.find("<", pos)
+    if close < 0 or not (text.startswith("</", close) or text.startswith("<\\/", close)):  # <\/ in JSON
+        return None
+    while pos < close and text[pos].isspace():
+        pos += 1
+    while close > pos and text[close - 1].isspace():
+        close -= 1
+    return (pos, close, "password") if close > pos else None
+
+
+#: Before a name that is the value of a ``key``/``name`` field: ``key="``, ``name: ``, ``"name": "``, ``<name>``.
+_PAIR_BEFORE = re.compile(
+    r"(?i)(?:(?<![\w-])\\*+[\"']?(?:key|name)\\*+[\"']?[ \t]*+[:=][ \t]*+\\*+[\"']?+|<(?:key|name)>[ \t]*+)\Z"
+)
+#: After it: its closing quote or tag, then ``>`` (``<entry key="password">…</entry>``) or the
+#: ``value`` field that holds the secret, within ``_PAIR_REACH`` characters.
+_PAIR_CLOSE = re.compile(r"(?:\\*+[\"'])?+(?:</(?:key|name)>)?+")
+_PAIR_VALUE = re.compile(r"(?i)(?<![\w-])(?:<value>|[\"']?value\\*+[\"']?[ \t]*+(?P<sep>[:=]))")
+_PAIR_REACH = 256
+
+
+def _paired_value(facts: Facts, name: str, start: int, end: int) -> Found | None:
+    """``key="ApiSecret" value="…"``, ``<name>db.password</name><value>…</value>``,
+    ``{"name": "DB_PASSWORD", "value": "…"}``, ``- name: DB_PASSWORD⏎  value: …``, and
+    ``<entry key="password">…</entry>``: the value that goes with a secret's name."""
+    text = facts.text
+    if _PAIR_BEFORE.search(text, max(0, start - 24), start) is None:
+        return None
+    closed = _PAIR_CLOSE.match(text, end)
+    after = closed.end() if closed else end
+    if text.startswith(">", after):
+        return _element_text(text, after + 1)
+    reach = min(len(text), after + _PAIR_REACH)
+    following = facts.lower.find("name", after, reach)  # the next pair's name: its value is its own
+    value = _PAIR_VALUE.search(text, after, reach if following < 0 else following)
+    if value is None:
+        return None
+    if value.group("sep") is None:
+        return _element_text(text, value.end())
+    return _value_after(text, name, value.group("sep"), value.end(), False, start)
+
+
+_BLANKS = re.compile(r"[ \t]++")
+#: Between a name and its value, with blanks around it: an arrow, a dash, a table's ``|``.
+_SPACED_SEPARATOR = re.compile(r"(?:->|\u2192|\u21d2|-|\|)[ \t]++")
+#: SQL string literals that do not start with a quote: ``E'…'``, ``N'…'``, ``U&'…'``, ``$$…$$``, ``$tag$…$tag$``.
+_SQL_PREFIXED = re.compile(r"(?i:e|n|u&)'([^'\n]*+)'")
+_DOLLAR_TAG = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]{0,62}+)?\$")
+_DOLLAR_REACH = 4096
+
+
+def _sql_literal(text: str, v: int) -> Found | None:
+    """The text of a SQL literal at ``v`` written with a prefix or dollar quotes; an unclosed
+    dollar quote: the rest of the line (read once: the caller goes on after it)."""
+    first = text[v : v + 1]
+    if first in ("E", "e", "N", "n", "U", "u"):
+        prefixed = _SQL_PREFIXED.match(text, v)
+        return (prefixed.start(1), prefixed.end(1), "password") if prefixed else None
+    if first != "$" or (tag := _DOLLAR_TAG.match(text, v)) is None:
+        return None
+    close = text.find(tag.group(), tag.end(), tag.end() + _DOLLAR_REACH)
+    if close >= 0 and "\n" not in text[tag.end() : close]:
+        return tag.end(), close, "password"
+    return tag.end(), _line_end(text, tag.end()), "password"
+
+
+@lru_cache(maxsize=4096)
+def _written_as_code(name: str) -> bool:
+    """A name with separators or in camelCase (``MYSQL_ROOT_PASSWORD``, ``db.password``,
+    ``apiKey``), not a word of prose (``password``, ``Token``, ``PASSWORD``)."""
+    return any(c in "_.-" for c in name) or (any(c.isupper() for c in name[1:]) and any(c.islower() for c in name))
+
+
+#: Before a name in ``ENV NAME value`` (a Dockerfile), ``setenv NAME value`` (csh), ``set -gx NAME value`` (fish).
+_ENV_BEFORE = re.compile(r"(?:^|[\s;])(?:ENV|setenv|set[ \t]++-[A-Za-z]++)[ \t]++\Z")
+#: Before a name in .netrc: ``machine HOST login USER password …``.
+_NETRC_BEFORE = re.compile(r"(?:^|\s)(?:machine|login)[ \t]++\S++[ \t\r\n]++\Z")
+
+
+def _spaced_value(text: str, name: str, strength: int, start: int, end: int) -> Found | None:
+    """``name value``: a quoted value (SQL's ``PASSWORD '…'``); the rest of the line after a
+    Dockerfile's ``ENV NAME``; any word after .netrc's ``password``; the one word after a
+    name written as code at the start of its line (``MYSQL_ROOT_PASSWORD changeme``, a
+    .properties line); otherwise a word that looks like a secret rather than prose
+    (``_looks_secret``). ``SET PASSWORD FOR user = '…'``: the value after the ``=``."""
+    if name.startswith("-"):
+        return None  # an option: the command-line detectors know which take a value
+    blanks = _BLANKS.match(text, end)
+    if blanks is None:
+        return None
+    v = blanks.end()
+    if (arrow := _SPACED_SEPARATOR.match(text, v)) is not None:  # password -> …, | password | … |
+        v = arrow.end()
+    if (literal := _sql_literal(text, v)) is not None:
+        return literal
+    first = text[v : v + 1]
+    if first == '"':
+        body = _DQ_VALUE.match(text, v + 1)
+        return (v + 1, body.end(), "password") if body and text.startswith('"', body.end()) else None
+    if first == "'":
+        quoted = _SQ_VALUE.match(text, v)
+        return (*quoted.span(1), "password") if quoted and text.startswith("'", quoted.end()) else None
+    if first == "`":
+        quoted = _BQ_VALUE.match(text, v)
+        return (*quoted.span(1), "password") if quoted and text.startswith("`", quoted.end()) else None
+    if first == "\\":
+        escaped = _EQ_VALUE.match(text, v)
+        return (escaped.start(1), escaped.end(1), "password") if escaped else None
+    bare = _BARE_VALUE.match(text, v)
+    if bare is None:
+        return None
+    if strength != _STRONG:
+        return v, bare.end(), "password"  # the caller checks that it looks random
+    word = bare.group()
+    if word.lower() == "for" and _password_name(name):  # SET PASSWORD FOR account = '…'
+        equals = text.find("=", bare.end(), bare.end() + 256)
+        if equals < 0 or "\n" in text[bare.end() : equals]:
+            return None
+        return _value_after(text, name, "=", equals + 1, False, start)
+    near = text[max(0, start - 24) : start]
+    if ("ENV" in near or "set" in near) and _ENV_BEFORE.search(text, max(0, start - 24), start) is not None:
+        return v, _line_end(text, v), "password"
+    coded = _written_as_code(name)
+    # After a word of prose (``pass``, ``token``), capitals alone are a name: ``must pass (PatternError …``.
+    if _looks_secret(word, capitals=coded) or (coded and _alone_on_its_line(text, start, bare.end())):
+        return v, bare.end(), "password"
+    if _password_name(name):
+        reach = max(0, start - 160)
+        before = text[reach:start]
+        if ("login" in before or "machine" in before) and _NETRC_BEFORE.search(text, reach, start) is not None:
+            return v, bare.end(), "password"
+    return None
+
+
+#: SQL: ``CREATE USER … IDENTIFIED BY '…'``, ``IDENTIFIED WITH plugin BY '…'``, Oracle's bare
+#: ``IDENTIFIED BY tiger;`` (``PASSWORD '…'`` is a name and a value: ``_spaced_value``).
+_IDENTIFIED_BY = re.compile(
+    r"(?i)(?<![\w])identified[ \t]++(?:with[ \t]++[\"'`]?+[\w$]++[\"'`]?+[ \t]++)?+(?:by|as)[ \t]++"
+    r"(?:password[ \t]++|values[ \t]++)?+(?:'([^'\n]*+)'|\"([^\"\n]*+)\"|([^\s;,'\"()]++))"
+)
+_STATEMENT_GOES_ON = re.compile(r"[ \t]*+(?:;|$|\r?\n|(?i:account|default|password|quota|profile|require|with)\b)")
+
+
+def _identified_by_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    """A quoted value always; a bare one where the statement ends or goes on after it, or that
+    looks like a secret (``identified by the team`` is prose)."""
+    text = facts.text
+    for match in _IDENTIFIED_BY.finditer(text):
+        if match.start(3) < 0:
+            group = 1 if match.start(1) >= 0 else 2
+            yield match.start(group), match.end(group), "password"
+        elif _STATEMENT_GOES_ON.match(text, match.end()) or _looks_secret(match.group(3), capitals=False):
+            yield match.start(3), match.end(3), "password"
+
+
+_BLANKS_BACK = re.compile(r"[ \t]*+")
+
+
+def _alone_on_its_line(text: str, start: int, end: int) -> bool:
+    """Whether only blanks stand before ``start`` and after ``end`` on their line (read over
+    the blanks only: a long line is not read again for each name on it)."""
+    back = _BLANKS_BACK.match(text[max(0, start - 64) : start][::-1])
+    before = start - (back.end() if back else 0)
+    if before > 0 and text[before - 1] != "\n":
+        return False
+    blanks = _INDENT.match(text, end)
+    after = blanks.end() if blanks else end
+    return after == len(text) or text[after] in "\r\n"
 
 
 def _shell_assignment(text: str, end: int, name_start: int) -> bool:
@@ -734,7 +1146,8 @@ def _basic_ok(value: str) -> bool:
 #: What every key the api_key pattern knows begins with, first characters factored out so
 #: that the scan for it costs what ten ``in`` tests do.
 _API_KEY_HINT = re.compile(
-    r"[AghxsrmnpS](?:KIA|SIA|Iza|h[pousr]_|ithub_pat_|ox[abeprs]-|app-|k[_-]|l(?:pat|ptt|dt)-|f_|pm_|ypi-AgE|G\.|GE-SECRET|sk_)"
+    r"[AghxsrmnpS](?:KIA|SIA|Iza|h[pousr]_|ithub_pat_|ox[abeprs]-|app-|k[_-]|l(?:pat|ptt|dt)-|f_|pm_|ypi-AgE|G\.|GE-SECRET|sk_"
+    r"|v[sbr]\.|\.[A-Za-z0-9]{24}(?![\w.]))"
 )
 #: Provider keys, each redacted whole however long it runs (possessive: tried from a hint's
 #: position only, a failed try costs at most the key's minimum length).
@@ -753,6 +1166,9 @@ _API_KEY = re.compile(
     r"|SG\.[A-Za-z0-9_-]{20,32}\.[A-Za-z0-9_-]{20,64}"  # SendGrid
     r"|AGE-SECRET-KEY-1[0-9A-Z]{58}"  # age
     r"|msk_[0-9a-f]{16}_[A-Za-z0-9_-]{20,}+"  # our own gateway keys
+    r"|(?<![A-Za-z0-9])hv[sbr]\.[A-Za-z0-9_-]{20,}+"  # HashiCorp Vault tokens
+    # Vault's legacy tokens: s. and 24 letters and digits, upper and lower case and a digit among them
+    r"|(?<![\w.])s\.(?=[a-z0-9]{0,23}+[A-Z])(?=[A-Z0-9]{0,23}+[a-z])(?=[A-Za-z]{0,23}+[0-9])[A-Za-z0-9]{24}(?![\w.])"
     r")"
 )
 
@@ -813,7 +1229,7 @@ def _pem_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
 
 _SCHEME_BACK = re.compile(r"[A-Za-z0-9+.-]{0,31}")
 _AUTHORITY_END = re.compile(r"[\s\"'<>`]|://")
-_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]++\]|[\w.~%-]++)(?::[0-9]*+)?+(?=[/?#,;)\]\\]|$)")
+_HOST = re.compile(r"(?:\[[0-9A-Fa-f:.]++\]|[\w.~%-]++)(?::[0-9]*+)?+(?=[/?#,;)\]\\]|[:.!?]*+$)")
 #: ``host:8080/path@…``: a port and a path, not a user and a password.
 _PORT_AND_PATH = re.compile(r"[0-9]{1,5}[/?#].*", re.DOTALL)
 
@@ -860,11 +1276,12 @@ def _host_at(text: str, start: int, stop: int) -> int:
 
 # --- numbers ------------------------------------------------------------------------------------
 
-# Cards: a run of digits in groups separated by spaces, tabs, line breaks, dots or dashes (one
-# or two of them). The whole run is a card if it passes; otherwise a card may sit inside a
-# longer run ("ref 12 4111 1111 1111 1111"), grouped the way cards are printed (4-4-4-4[-1..4],
-# 4-6-5, 4-6-4), or as one group of 13-19 digits between spaces.
-_CARD_RUN = re.compile(r"[0-9](?<![0-9]{2})(?:[ \t\r\n.-]{0,2}[0-9]){12,}")
+# Cards: a run of digits in groups separated by up to three characters that are no letter or
+# digit (spaces, tabs, line breaks, dots, dashes, ``_``, ``/``, ``+``, ``:``, ``|``, …), grouped
+# alike (``_grouped_alike``). The whole run is a card if it passes; otherwise a card may sit
+# inside a longer run ("ref 12 4111 1111 1111 1111"), grouped the way cards are printed
+# (4-4-4-4[-1..4], 4-6-5, 4-6-4), or as one group of 13-19 digits between spaces.
+_CARD_RUN = re.compile(r"[0-9](?<![0-9]{2})(?:[\W_]{0,3}+[0-9]){12,}")
 _GROUP = re.compile(r"[0-9]+")
 
 
@@ -888,11 +1305,33 @@ def _card_windows(sizes: Sequence[int], i: int) -> Iterator[int]:
             return
 
 
+_USUAL_GAP = re.compile(r"[ \t\r\n.-]{1,2}")
+
+
+def _grouped_alike(text: str, groups: Sequence[tuple[int, int]], i: int, j: int) -> bool:
+    """Whether groups ``i`` to ``j`` of a run are separated the way one number is written: by
+    blanks, dots and dashes (one or two, mixed), or with one other separator throughout
+    (``4111_1111_…``, ``4111 / 1111 / …``) — not a table row (``62 / 81 | 693 (22.9``)."""
+    gaps = [text[groups[k][1] : groups[k + 1][0]] for k in range(i, j)]
+    if all(_USUAL_GAP.fullmatch(gap) for gap in gaps):
+        return True
+    if not all(sum(not c.isspace() for c in gap) <= 1 for gap in gaps):
+        return False
+    sizes = [e - s for s, e in groups[i : j + 1]]
+    if sizes[:4] == [4, 4, 4, 4] or sizes in ([4, 6, 5], [4, 6, 4]):
+        return True  # laid out as cards are printed: ``4111-1111_1111-1111``
+    return len({c for gap in gaps for c in gap if not c.isspace()}) <= 1
+
+
 def _card_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
     for run in _CARD_RUN.finditer(facts.text):
         text = run.group()
         groups = [g.span() for g in _GROUP.finditer(text)]
-        if card_ok(text) and not (len(groups) == 2 and "." in text):  # 2 groups and a dot: a decimal
+        if (
+            card_ok(text)
+            and not (len(groups) == 2 and "." in text)
+            and _grouped_alike(text, groups, 0, len(groups) - 1)
+        ):
             yield run.start(), run.end(), "card_number"
             continue
         sizes = [e - s for s, e in groups]
@@ -904,7 +1343,7 @@ def _card_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
                     (i > 0 and text[groups[i][0] - 1] == ".") or text[groups[j][1] : groups[j][1] + 1] == "."
                 ):
                     continue  # the digits of a decimal number
-                if card_ok(text[groups[i][0] : groups[j][1]]):
+                if card_ok(text[groups[i][0] : groups[j][1]]) and _grouped_alike(text, groups, i, j):
                     found = j
             if found is None:
                 i += 1
@@ -913,8 +1352,38 @@ def _card_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
             i = found + 1
 
 
-#: A separator inside a written number: one blank, dash or line break.
-_SEP = r"(?:[ \t-]|\r?\n)"
+#: A separator inside a written number: any one character that is no letter or digit (a blank,
+#: ``-``, ``.``, ``/``, ``_``, ``:``, ``|``, ``+``, …) or a line break.
+_SEP = r"(?:\r?\n|[^\w\r\n]|_)"
+#: The same for a US SSN, but not ``,`` or ``;`` (a list of numbers).
+_SSN_SEP = r"(?:\r?\n|[^\w\r\n,;]|_)"
+#: A US SSN: 3-2-4 digits, each gap one to three separators of any kind (``536-22-1234``,
+#: ``536.22.1234``, ``536/22/1234``, ``536-22 1234``); checked further by ``_ssn_spans``.
+_SSN = re.compile(
+    rf"[0-8](?<![0-9][0-8])[0-9]{{2}}(?P<a>{_SSN_SEP}{{1,3}}+)[0-9]{{2}}(?P<b>{_SSN_SEP}{{1,3}}+)[0-9]{{4}}(?![0-9])"
+)
+
+
+def _ssn_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    """US SSNs (not area 000 or 666, group 00, serial 0000), not in a row of numbers: a gap's
+    separator then a digit before or after one is a longer number (a phone, a table)."""
+    text = facts.text
+    for match in _SSN.finditer(text):
+        digits = _only_digits(match.group())
+        if digits[:3] in ("000", "666") or digits[3:5] == "00" or digits[5:] == "0000":
+            continue
+        start, end = match.span()
+        row = False
+        for gap in {match.group("a"), match.group("b")}:
+            before, after = start - len(gap), end + len(gap)
+            if (before > 0 and text[before:start] == gap and text[before - 1].isdigit()) or (
+                text[end:after] == gap and text[after : after + 1].isdigit()
+            ):
+                row = True
+        if not row:
+            yield start, end, "national_id"
+
+
 #: Words near a 13-digit number that make it a time in milliseconds, not a Thai id.
 _TIME_WORDS = re.compile(r"time|epoch|ms\b|ts\b|date|_at\b|created|updated|expire|iat|nbf|exp\b|millis|clock")
 _EPOCH_MS = (946_684_800_000, 2_524_608_000_000)  # 2000 to 2050
@@ -952,20 +1421,31 @@ _THAI_ID = re.compile(
 # --- personal data (by policy) --------------------------------------------------------------------
 
 _DOMAIN = re.compile(r"[\w-]{1,63}+(?:\.[\w-]{1,63}+){0,10}+")
+#: An e-mail address's ``@`` as written: also URL-encoded (``alice%40example.com``) or as an
+#: HTML character reference (``&#64;``, ``&#x40;``).
+_AT_SIGN = re.compile(r"@|%(?:25)?+40|&#0*+64;|&#[xX]0*+40;")
+_IP_LITERAL = re.compile(r"\[(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|IPv6:[0-9A-Fa-f:.]{2,45}+)\]")
 
 
 def _email_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
     """``local@domain``: Unicode letters in both, a quoted local part (``"john doe"@…``), a
-    domain without a dot when it is a name (``bob@localhost``). Not the user of a URL
+    domain without a dot when it is a name (``bob@localhost``), an IP literal
+    (``bob@[192.168.1.1]``), the ``@`` URL-encoded (``alice%2Bx%40example.com``) or written
+    ``&#64;``. Not the user of a URL
     (``ssh://deploy@host``). Each ``@`` costs at most a local part's and a domain's length."""
     text = facts.text
     pos = 0
-    while (at := text.find("@", pos)) >= 0:
-        pos = at + 1
+    while (sign := _AT_SIGN.search(text, pos)) is not None:
+        at, pos = sign.start(), sign.end()
         start = _local_start(facts, at)
         if start < 0:
             continue
-        domain = _DOMAIN.match(text, at + 1)
+        literal = _IP_LITERAL.match(text, pos)
+        if literal is not None:  # bob@[192.168.1.1], bob@[IPv6:2001:db8::1]
+            yield start, literal.end(), "email"
+            pos = literal.end()
+            continue
+        domain = _DOMAIN.match(text, pos)
         if domain is None:
             continue
         name = domain.group()
@@ -1005,7 +1485,7 @@ _NOT_A_HOST = frozenset(
     " release preview insiders head tip".split()
 )
 
-_PHONE_SEP = r"(?:[ .\t-]|\r?\n)"
+_PHONE_SEP = r"(?:[ .\t/_-]|\r?\n)"
 _PHONE = re.compile(
     r"(?<![\w+])(?:"
     rf"(?:\+|00)[1-9][0-9]{{0,2}}{_PHONE_SEP}?(?:\([0-9]{{1,4}}\){_PHONE_SEP}?)?[0-9]{{1,4}}(?:{_PHONE_SEP}?[0-9]{{2,4}}){{1,5}}"
@@ -1064,22 +1544,33 @@ _SECRETS: tuple[Detector, ...] = (
         "password",
         None,
         find=_key_value_spans,
-        hint=lambda facts: ("=" in facts.text or ":" in facts.text) and _secret_word_hint(facts),
+        hint=_secret_word_hint,
+    ),
+    Detector("password", None, find=_identified_by_spans, hint=_any_of("identified", lower=True)),
+    Detector("password", None, find=_pgpass_spans, hint=lambda facts: ":" in facts.text),
+    Detector(
+        "connection_secret",  # the secret part of well-known webhook and bot URLs
+        re.compile(
+            r"(?i)(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?+\.com/api/webhooks/"
+            r"|\.webhook\.office\.com/webhookb2/|hooks\.zapier\.com/hooks/catch/|api\.telegram\.org/(?:file/)?+bot"
+            r"|/hooks/(?=[A-Za-z0-9]{20,}+(?![A-Za-z0-9])))([A-Za-z0-9_:@.+/=%-]++)"
+        ),
+        groups=(1,),
+        hint=lambda facts: "hook" in facts.lower or "telegram" in facts.lower,
     ),
     Detector("card_number", None, find=_card_spans, hint=_digits_at_least(13)),
-    Detector(
-        "national_id",  # US SSN: 3-2-4 digits, one separator written the same way twice, not in a row of numbers
-        re.compile(
-            rf"[0-8](?<![0-9][0-8])(?<![0-9][ \t-][0-8])(?<![0-9]\n[0-8])[0-9]{{2}}(?<!000)(?<!666)(?P<s>{_SEP})"
-            r"(?!00)[0-9]{2}(?P=s)(?!0000)[0-9]{4}(?![0-9])(?!(?P=s)[0-9])"
-        ),
-        hint=_digits_at_least(9),
-    ),
+    Detector("national_id", None, find=_ssn_spans, hint=_digits_at_least(9)),
     Detector("national_id", None, find=_nino_spans, hint=_digits_at_least(6)),
     Detector("national_id", None, find=_thai_spans, hint=_digits_at_least(13)),
 )
 
-_EMAIL = Detector("email", None, find=_email_spans, hint=_any_of("@"))
+
+def _at_hint(facts: Facts) -> bool:
+    text = facts.text
+    return "@" in text or (("%" in text or "&#" in text) and _AT_SIGN.search(text) is not None)
+
+
+_EMAIL = Detector("email", None, find=_email_spans, hint=_at_hint)
 _PHONE_DETECTOR = Detector("phone", _PHONE, accept=lambda m: 9 <= len(_only_digits(m)) <= 15, hint=_digits_at_least(9))
 
 
@@ -1089,28 +1580,35 @@ def _detectors(policy: PrivacyPolicy) -> tuple[Detector, ...]:
 
 
 _PLACED = re.compile(r"\[REDACTED:[a-z_]+\]")
+#: What may stand between and around placeholders in a value that is left alone as already
+#: redacted: blanks, quotes, delimiters and the brackets that close what holds it (a JSON list).
+_PLACEHOLDER_SEPARATORS = " \t\r\n\"'`,;:=-[](){}<>\\."
 
 
 def _outside_placeholders(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """The findings that neither cut into an earlier placeholder (``https://[REDACTED:api_key]@``
-    is not a user and a password) nor consist of placeholders only: what makes redacting
-    redacted text change nothing. Spans and placeholders are both in order: one sweep."""
+    """What makes redacting redacted text change nothing, without letting a placeholder
+    shield a secret. A finding that cuts into a placeholder is widened to take it whole
+    (``https://[REDACTED:api_key]@`` is not a user ``[REDACTED`` and a password); a finding
+    that is then placeholders and separators only is left alone; one that holds anything
+    more is redacted whole — a value that merely starts with a placeholder
+    (``password=[REDACTED:x]Hunter2``, ``mysql -p[REDACTED:x]Hunter2``) is a value like any
+    other. Spans and placeholders are both in order: one sweep."""
     placed = [m.span() for m in _PLACED.finditer(text)]
+    if not placed:
+        return spans
     starts = [s for s, _ in placed]
-    kept = []
+    kept: list[tuple[int, int, str]] = []
     for start, end, kind in spans:
         k = max(0, bisect.bisect_right(starts, start) - 1)
-        cut = False
         while k < len(placed) and placed[k][0] < end:
             ps, pe = placed[k]
-            if ps < end and start < pe and not (start <= ps and pe <= end):
-                cut = True
-                break
+            if ps < end and start < pe:  # overlaps: take the placeholder whole
+                start, end = min(start, ps), max(end, pe)
             k += 1
-        if cut:
-            continue
         rest = _PLACED.sub("", text[start:end])
-        if rest.strip(" \t\r\n\"',;:=-"):
+        if rest.strip(_PLACEHOLDER_SEPARATORS):
+            if kept and start < kept[-1][1]:  # widened into the previous one: merge them
+                start = kept.pop()[0]
             kept.append((start, end, kind))
     return kept
 
@@ -1286,7 +1784,7 @@ def personal_data_in(value: str, policy: PrivacyPolicy) -> list[str]:
     if not value or not (policy.redact_email or policy.redact_phone):
         return []
     kinds = []
-    if policy.redact_email and "@" in value and redact(value, PrivacyPolicy(redact_email=True))[1]["email"]:
+    if policy.redact_email and _at_hint(Facts(value)) and redact(value, PrivacyPolicy(redact_email=True))[1]["email"]:
         kinds.append("email")
     if policy.redact_phone:
         spaced = _ID_WORD_BREAK.sub(" ", _HEX_ID.sub(" ", value))

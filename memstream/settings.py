@@ -78,6 +78,9 @@ class Settings(BaseSettings):
         "and records it in stack.json), -1 = no metrics endpoint.",
     )
     consumer_lag_interval_s: float = Field(default=1.0, gt=0, description="How often a worker measures its lag.")
+    worker_stop_grace_s: float = Field(
+        default=30.0, gt=0, description="A stopping worker exits after this long even if its graceful stop hangs."
+    )
 
     # --- session buffer ---------------------------------------------------------------
     buffer_max_turns: int = Field(default=20, ge=1, description="The window: newest turns kept raw.")
@@ -140,6 +143,9 @@ class Settings(BaseSettings):
         default=0.8, ge=0, le=1, description="The least an old episode's score is multiplied by (1 = no decay)."
     )
     produce_timeout_s: float = 10.0
+    event_claim_ttl_s: int = Field(
+        default=7 * 86_400, ge=60, description="How long an event id stays claimed by its turn (a reuse is a 409)."
+    )
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")
     rate_limit_burst: float = Field(default=100.0, gt=0)

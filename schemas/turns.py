@@ -31,15 +31,16 @@ MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_METADATA_ENTRIES = 64
 MAX_METADATA_KEY_CHARS = 128
-MAX_METADATA_VALUE_CHARS = 4096
+MAX_METADATA_VALUE_CHARS = 16_384
 MAX_TOOL_NAME_CHARS = 128
 
-#: Control characters: C0 (but tab, line feed and carriage return), DEL and C1. Postgres
-#: cannot store NUL in text, and the others have no business in memory (terminal escapes,
-#: the unit separator some keys use). Text fields refuse them; one-line fields (tags,
-#: tool names, metadata keys) refuse tab and line breaks too.
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Control characters: C0 (but tab, line feed and carriage return), DEL and C1 — and unpaired
+#: surrogates, which no UTF-8 store can hold. Postgres cannot store NUL in text, and the
+#: others have no business in memory (terminal escapes, the unit separator some keys use).
+#: Text fields refuse them; one-line fields (tags, tool names, metadata keys) refuse tab and
+#: line breaks too.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 #: Event times are the client's, within bounds: not before 2000, and not more than this far
 #: ahead of the clock of whoever checks (the gateway; the worker allows twice as much for
@@ -106,8 +107,11 @@ def control_problem(name: str, value: str, *, one_line: bool = False) -> str | N
     match = (CONTROL_OR_BREAK if one_line else CONTROL).search(value)
     if match is None:
         return None
+    char = ord(match.group())
+    if 0xD800 <= char <= 0xDFFF:
+        return f"{name} must be valid Unicode: found an unpaired surrogate U+{char:04X}"
     what = "control characters or line breaks" if one_line else "control characters (other than tab and newline)"
-    return f"{name} must not contain {what}: found U+{ord(match.group()):04X}"
+    return f"{name} must not contain {what}: found U+{char:04X}"
 
 
 def problems(

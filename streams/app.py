@@ -43,10 +43,11 @@ def broker_url(bootstrap_servers: str, *, embedded: bool = False) -> str:
     return ";".join(f"{scheme}://{server.strip()}" for server in bootstrap_servers.split(","))
 
 
-def faust_app(settings: Settings, *, app_id: str) -> faust.App:
-    """A Faust app (its own consumer group, ``app_id``) configured from settings."""
+def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None) -> faust.App:
+    """A Faust app (its own consumer group, ``app_id``; on the embedded broker
+    ``app_id@cluster_id``: ``streams/tansu.py``) configured from settings."""
     register_faust_codecs()
-    tansu.register_transport()
+    tansu.register_transport(cluster_id=cluster_id)
     return faust.App(
         app_id,
         broker=broker_url(settings.require_kafka(), embedded=settings.embedded_broker),
@@ -65,8 +66,9 @@ def faust_app(settings: Settings, *, app_id: str) -> faust.App:
     )
 
 
-def build_app(settings: Settings) -> Pipeline:
-    app = faust_app(settings, app_id=settings.app_id)
+def build_app(settings: Settings, *, cluster_id: str | None = None) -> Pipeline:
+    """The ingest worker; ``cluster_id``: the embedded broker's, as the worker found it at start."""
+    app = faust_app(settings, app_id=settings.app_id, cluster_id=cluster_id)
     topics = declare_topics(app, partitions=settings.topic_partitions)
     resources = PipelineResources(settings)
     ctx = StageContext(
@@ -89,7 +91,7 @@ def build_app(settings: Settings) -> Pipeline:
 
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
-    watch_broker(app, settings.require_kafka())  # a broker back empty: restart in place
+    watch_broker(app, settings.require_kafka(), cluster_id=cluster_id)  # a broker back empty: restart in place
 
     relay = AuditRelay(resources.pool, topics.audit, audit_record_codec(), resources.metrics)
 

@@ -22,17 +22,49 @@ import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 
 import faust
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
+from memstream.errors import MemstreamError
+
 log = logging.getLogger(__name__)
 
 #: How often the worker asks the broker who it is (one metadata request).
 WATCH_INTERVAL_S = 0.5
 CHECK_TIMEOUT_S = 2.0
+
+
+async def _ask_cluster_id(bootstrap_servers: str) -> str:
+    watch = BrokerWatch(bootstrap_servers)
+    try:
+        return await watch._current()
+    finally:
+        await watch.close()
+
+
+def wait_for_cluster_id(bootstrap_servers: str, *, timeout_s: float = 120.0) -> str:
+    """The broker's cluster id, asked until it answers (a worker may start before its broker)."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.2
+    while True:
+        try:
+            return asyncio.run(_ask_cluster_id(bootstrap_servers))
+        except (KafkaError, OSError, TimeoutError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise BrokerResetError(
+                    f"the broker at {bootstrap_servers} did not say who it is within {timeout_s:g} s: {exc!r}"
+                ) from exc
+            log.info("waiting for the broker at %s (%s)", bootstrap_servers, type(exc).__name__)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+class BrokerResetError(MemstreamError):
+    """The broker could not be identified."""
 
 
 def restart_in_place() -> None:
@@ -103,9 +135,11 @@ class BrokerWatch:
                 log.debug("broker watch: closing: %s", exc)
 
 
-def watch_broker(app: faust.App, bootstrap_servers: str) -> BrokerWatch:
-    """A timer on ``app`` that restarts the worker when the broker turns out to be a new log."""
+def watch_broker(app: faust.App, bootstrap_servers: str, *, cluster_id: str | None = None) -> BrokerWatch:
+    """A timer on ``app`` that restarts the worker when the broker turns out to be a new log
+    (another than ``cluster_id``, the one the worker joined, when given)."""
     watch = BrokerWatch(bootstrap_servers)
+    watch.cluster_id = cluster_id
 
     async def check_broker() -> None:
         await watch.check()

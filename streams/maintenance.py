@@ -20,6 +20,7 @@ from memstream.summarization.base import Summarizer, SummaryTurn
 from memstream.tokens import TokenCounter
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
+from sinks.postgres.event_log import maintenance_session
 from sinks.postgres.maintenance import (
     DayOfEpisodes,
     RetentionPolicy,
@@ -120,7 +121,7 @@ class Maintainer:
         agent = day.visibility.agent_id if day.visibility else MAINTENANCE_AGENT
         turn = Turn(
             event_id=summary_id, tenant_id=tenant_id, agent_id=agent, user_id=day.user_id,
-            project_id=None, session_id=f"maintenance:{day.day.isoformat()}", role="system", content=text,
+            project_id=None, session_id=maintenance_session(day.day), role="system", content=text,
             event_time=end, tags=("summary",), metadata={"compacted_from": str(len(turns)), "day": day.day.isoformat()},
             shared=day.visibility.shared if day.visibility else all(e["shared"] for e in day.episodes),
         )  # fmt: skip

@@ -52,8 +52,9 @@ def memory_app_id(settings: Settings) -> str:
     return memory_app_name(settings.app_id)
 
 
-def build_memory_app(settings: Settings) -> MemoryPipeline:
-    app = faust_app(settings, app_id=memory_app_id(settings))
+def build_memory_app(settings: Settings, *, cluster_id: str | None = None) -> MemoryPipeline:
+    """The long-term memory worker; ``cluster_id``: the embedded broker's, as found at start."""
+    app = faust_app(settings, app_id=memory_app_id(settings), cluster_id=cluster_id)
     topics = declare_topics(app, partitions=settings.topic_partitions)
     resources = MemoryResources(settings)
     dead_letters = DeadLetters(topics.dlq, metrics=resources.metrics)
@@ -115,5 +116,5 @@ def build_memory_app(settings: Settings) -> MemoryPipeline:
     app.timer(interval=settings.maintenance_interval_s)(maintain)
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
-    watch_broker(app, settings.require_kafka())  # a broker back empty: restart in place
+    watch_broker(app, settings.require_kafka(), cluster_id=cluster_id)  # a broker back empty: restart in place
     return MemoryPipeline(app=app, topics=topics, resources=resources)

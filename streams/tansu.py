@@ -15,6 +15,15 @@ is Faust's aiokafka transport with these changes (see README, "The embedded brok
   recovery (which reads ``end_offsets``) stop short. The high watermark of a fetch
   response is right: :class:`TansuFetcher` replaces every such answer above 0 by the
   high watermark of a fetch at (answer - 1), the first record of that last batch.
+- **A group per broker incarnation.** The embedded broker comes back from a restart empty,
+  with a new cluster id (``memstream/stack/broker.py``), and a worker that lived through the
+  restart still commits the *old* log's offsets — into the new broker's copy of its group,
+  before it notices the new cluster and restarts itself (``broker_reset.py``). The fresh
+  worker then resumed from those offsets: beyond the new log's end (Tansu does not answer
+  OffsetOutOfRange, so nothing reset them) or, worse, inside it, skipping its first records
+  — every turn acknowledged on the new broker was lost (measured: 340 of 340). So on the
+  embedded broker the consumer group is named after the cluster the worker joined
+  (``<app id>@<cluster id>``): no process that knew an older log can commit into it.
 - **Leaving the group** (FACTS.md, bug 2). Tansu numbers a group's first generation 0
   (Kafka starts at 1) and aiokafka sends LeaveGroup only when the generation is above 0,
   so a worker stopped cleanly in generation 0 stayed a member until its session timed
@@ -156,11 +165,22 @@ def consumer_class(embedded: bool) -> type[aiokafka.AIOKafkaConsumer]:
     return TansuKafkaConsumer if embedded else aiokafka.AIOKafkaConsumer
 
 
+def incarnation_group(group: str, cluster_id: str) -> str:
+    """The consumer group of ``group`` on one incarnation (cluster id) of the embedded broker."""
+    return f"{group}@{cluster_id}"
+
+
 class TansuConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
+    #: The cluster id of the broker this process joined (``register_transport``); None leaves
+    #: the group named after the app alone.
+    cluster_id: str | None = None
+
     def _create_worker_consumer(self, transport: Any) -> aiokafka.AIOKafkaConsumer:
         consumer = adopt(super()._create_worker_consumer(transport))
         # aiokafka hands this to its Fetcher in start(); Faust offers no setting for it.
         consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+        if self.cluster_id is not None:  # read by aiokafka in start(), for joins and commits alike
+            consumer._group_id = incarnation_group(consumer._group_id, self.cluster_id)
         return consumer
 
 
@@ -173,6 +193,8 @@ class TansuTransport(faust_aiokafka.Transport):
     Consumer = TansuConsumer
 
 
-def register_transport() -> None:
-    """Make ``tansu://`` broker URLs resolve to :class:`TansuTransport`; idempotent."""
+def register_transport(*, cluster_id: str | None = None) -> None:
+    """Make ``tansu://`` broker URLs resolve to :class:`TansuTransport`, whose consumer group
+    is named after ``cluster_id`` (the broker this process joined); idempotent."""
     drivers.TRANSPORTS.aliases[SCHEME] = f"{__name__}:TansuTransport"
+    TansuConsumerThread.cluster_id = cluster_id

@@ -17,6 +17,7 @@ from agents_gateway.retrieval.decomposition import Decomposition, Method, decomp
 from agents_gateway.retrieval.ranking import RankingOptions
 from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
 from agents_gateway.state import GatewayState
+from sinks.postgres.event_log import previous_session
 from sinks.postgres.fact_queries import FactRow, facts_as_of
 from sinks.postgres.retrieval import EPISODE_TYPES, Filters
 from sinks.redis.buffer import SessionRef
@@ -31,18 +32,6 @@ class Toggles:
     mmr: bool = True
 
 
-async def previous_session(conn: psycopg.AsyncConnection[Any], user_id: str, session_id: str | None) -> str | None:
-    if session_id is None:
-        return None
-    cur = await conn.execute(
-        "SELECT session_id FROM event_log WHERE user_id = %s AND session_id <> %s"
-        " AND session_id NOT LIKE 'maintenance:%%' ORDER BY event_time DESC LIMIT 1",
-        (user_id, session_id),
-    )
-    row = await cur.fetchone()
-    return str(row[0]) if row else None
-
-
 async def search(
     state: GatewayState,
     conn: psycopg.AsyncConnection[Any],
@@ -52,6 +41,7 @@ async def search(
     k: int,
     method: Method,
     toggles: Toggles,
+    agent_id: str | None,
     now: datetime | None = None,
 ) -> tuple[list[Hit], Decomposition]:
     now = now or datetime.now(UTC)
@@ -59,7 +49,11 @@ async def search(
     tenant = await state.policies.settings(filters.tenant_id, conn)
     decomposition = await decompose(
         query, method=method, session_id=filters.session_id,
-        previous_session_id=await previous_session(conn, filters.user_id, filters.session_id), now=now,
+        previous_session_id=await previous_session(
+            conn, tenant_id=filters.tenant_id, user_id=filters.user_id, session_id=filters.session_id,
+            agent_id=agent_id,
+        ) if filters.session_id else None,
+        now=now,
         llm=state.llm,
     )  # fmt: skip
     spec = SearchSpec(
@@ -163,7 +157,14 @@ async def build_context(
         filters = Filters(tenant_id=tenant_id, user_id=user_id, project_id=project_id, session_id=session_id,
                           memory_types=(*EPISODE_TYPES, "skill"))  # fmt: skip
         hits, decomposition = await search(
-            state, conn, filters, query, k=CONTEXT_RELEVANT + len(recent_ids), method=method, toggles=Toggles()
+            state,
+            conn,
+            filters,
+            query,
+            k=CONTEXT_RELEVANT + len(recent_ids),
+            method=method,
+            toggles=Toggles(),
+            agent_id=agent_id,
         )
         hits = [h for h in hits if str(h.candidate.id) not in recent_ids][:CONTEXT_RELEVANT]
     where = ", ".join(x for x in (f"project {project_id}" if project_id else "", f"session {session_id}") if x)

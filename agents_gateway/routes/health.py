@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from agents_gateway.models import CheckOut, ReadyOut
 from agents_gateway.state import GatewayState
@@ -71,7 +71,12 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse(body.model_dump(mode="json"), status_code=200 if ready else 503)
 
 
-@router.get("/metrics", summary="Prometheus metrics of this gateway process", include_in_schema=True)
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics of this gateway process",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text"}},
+)
 async def metrics(request: Request) -> Response:
     state: GatewayState = request.app.state.gateway
     return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, ApiError
 from agents_gateway.models import (
+    ErrorOut,
     FactOut,
     FactsOut,
     NeighborOut,
@@ -108,7 +109,13 @@ async def get_best_skills(
     return SkillsOut(task=task, skills=[SkillOut(**s.__dict__) for s in found])
 
 
-@router.post("/v1/tool-events", status_code=202, response_model=TurnsAccepted, summary="Report a tool outcome")
+@router.post(
+    "/v1/tool-events",
+    status_code=202,
+    response_model=TurnsAccepted,
+    responses={409: {"model": ErrorOut, "description": "The event id already names another turn"}},
+    summary="Report a tool outcome",
+)
 async def post_tool_event(
     request: Request, body: ToolEventIn, principal: Annotated[Principal, Depends(scoped("ingest"))]
 ) -> TurnsAccepted:

@@ -37,6 +37,7 @@ from agents_gateway.permissions import (
 )
 from agents_gateway.routes.turns import refuse_identifiers
 from agents_gateway.state import GatewayState
+from memstream.privacy import PrivacyPolicy
 from sinks.postgres.audit import append_audit
 from sinks.postgres.rules import count_rules, delete_rule, insert_rule, list_rules, lock_rules
 from sinks.postgres.tenancy import tenant_transaction
@@ -76,10 +77,12 @@ def _refuse_in_command(body: EvaluateIn) -> None:
     )
 
 
-async def _refuse_identifiers(request: Request, principal: Principal, **values: str | None) -> None:
-    """422 for an identifier carrying a secret (or, under the tenant's policy, personal data):
-    the rule turns follow (``refuse_identifiers``); the audit log never keeps such an id."""
-    await refuse_identifiers(request.app.state.gateway, principal.tenant_id, values)
+async def _refuse_identifiers(request: Request, principal: Principal, **values: str | None) -> PrivacyPolicy:
+    """422 for an identifier (tool included) carrying a secret or, under the tenant's policy,
+    an e-mail address or a phone number: the rule turns follow (``refuse_identifiers``); the
+    audit log never keeps such an id. Returns the tenant's policy, which the audit's
+    redaction of commands, patterns and descriptions follows too."""
+    return await refuse_identifiers(request.app.state.gateway, principal.tenant_id, values)
 
 
 @router.post(
@@ -92,7 +95,7 @@ async def evaluate_command(
     request: Request, body: EvaluateIn, principal: Annotated[Principal, Depends(scoped("read"))]
 ) -> EvaluateOut:
     _refuse_in_command(body)
-    await _refuse_identifiers(
+    policy = await _refuse_identifiers(
         request, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
         tool=body.tool,
     )  # fmt: skip
@@ -106,7 +109,7 @@ async def evaluate_command(
                 session_id=body.session_id, project_id=body.project_id, agent_id=agent, tool=body.tool,
                 command=body.command, preapproved=settings.preapproved_tools,
                 budget_s=settings.permission_eval_budget_s, max_rules=2 * settings.permission_max_rules_per_tool,
-                max_matching=settings.permission_max_matching_per_tenant,
+                max_matching=settings.permission_max_matching_per_tenant, policy=policy,
             )  # fmt: skip
     except EvaluationsBusy as exc:
         raise ApiError(
@@ -166,14 +169,14 @@ async def add_rule(
     refuse_control_characters(
         "body", tool=body.tool, pattern=body.pattern, description=body.description, project_id=body.project_id
     )
-    await _refuse_identifiers(request, principal, project_id=body.project_id, tool=body.tool)
+    policy = await _refuse_identifiers(request, principal, project_id=body.project_id, tool=body.tool)
     state: GatewayState = request.app.state.gateway
     settings = state.settings
     try:
         validate_pattern(body.pattern)
     except PatternError as exc:
         raise ApiError(422, "invalid_pattern", str(exc)) from exc
-    detail, redactions = rule_audit_detail(**body.model_dump())
+    detail, redactions = rule_audit_detail(**body.model_dump(), policy=policy)
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         await lock_rules(conn, principal.tenant_id)
         in_scope, in_tenant = await count_rules(conn, tool=body.tool, project_id=body.project_id)
@@ -190,7 +193,10 @@ async def add_rule(
                 f"the tenant already has {in_tenant} rules; the limit is {settings.permission_max_rules_per_tenant}"
                 " (remove one first)",
             )  # fmt: skip
-        rule = await insert_rule(conn, tenant_id=principal.tenant_id, **body.model_dump())
+        # The description is stored as redacted as it is audited (the pattern is stored as
+        # written: it is what matches).
+        stored = {**body.model_dump(), "description": detail["description"]}
+        rule = await insert_rule(conn, tenant_id=principal.tenant_id, **stored)
         await append_audit(
             conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="permission.rule.create",
             subject=str(rule.rule_id), detail=detail,
@@ -212,7 +218,12 @@ async def get_rules(
     return RulesOut(rules=[RuleOut(**r.__dict__) for r in rules])
 
 
-@router.delete("/v1/permissions/rules/{rule_id}", status_code=204, summary="Remove a rule")
+@router.delete(
+    "/v1/permissions/rules/{rule_id}",
+    status_code=204,
+    responses={404: {"model": ErrorOut, "description": "No such rule for this tenant"}},
+    summary="Remove a rule",
+)
 async def remove_rule(
     request: Request, rule_id: uuid.UUID, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> Response:

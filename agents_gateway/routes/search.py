@@ -20,11 +20,22 @@ from sinks.postgres.tenancy import tenant_transaction
 router = APIRouter(tags=["search"])
 
 
+SCOPES = ("global", "project", "session")
+
+
+def csv_of(words: tuple[str, ...]) -> str:
+    """The pattern of a comma-separated list of ``words`` (blanks around them and empty items
+    allowed, as ``csv`` reads it)."""
+    item = "[ \\t]*(?:" + "|".join(words) + ")?[ \\t]*"
+    return f"^{item}(?:,{item})*$"
+
+
 def csv(value: str | None, allowed: tuple[str, ...] | None, name: str) -> tuple[str, ...] | None:
-    if value is None:
+    """A comma-separated list; empty (or absent) is no filter."""
+    items = tuple(dict.fromkeys(v.strip() for v in (value or "").split(",") if v.strip()))
+    if not items:
         return None
-    items = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
-    if not items or (allowed is not None and not set(items) <= set(allowed)):
+    if allowed is not None and not set(items) <= set(allowed):
         raise ApiError(422, "invalid_request", f"{name} must be a comma-separated list of {', '.join(allowed or ())}")
     return items
 
@@ -46,8 +57,12 @@ async def search_memory(
     ] = None,
     session_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Includes its session facts")] = None,
     k: Annotated[int, Query(ge=1, le=100)] = 10,
-    memory_types: Annotated[str | None, Query(description=f"Comma-separated: {', '.join(MEMORY_TYPES)}")] = None,
-    scopes: Annotated[str | None, Query(description="Facts only: global, project, session")] = None,
+    memory_types: Annotated[
+        str | None, Query(description=f"Comma-separated: {', '.join(MEMORY_TYPES)}", pattern=csv_of(MEMORY_TYPES))
+    ] = None,
+    scopes: Annotated[
+        str | None, Query(description="Facts only: global, project, session", pattern=csv_of(SCOPES))
+    ] = None,
     tags: Annotated[str | None, Query(description="Any of these tags (a fact's category counts as a tag)")] = None,
     since: Annotated[datetime | None, Query(description="ISO 8601 with a timezone")] = None,
     until: Annotated[datetime | None, Query(description="ISO 8601 with a timezone")] = None,
@@ -61,13 +76,20 @@ async def search_memory(
     filters = Filters(
         tenant_id=principal.check_tenant(tenant_id), user_id=user_id, project_id=project_id, session_id=session_id,
         memory_types=csv(memory_types, MEMORY_TYPES, "memory_types") or MEMORY_TYPES,
-        scopes=csv(scopes, ("global", "project", "session"), "scopes"),
+        scopes=csv(scopes, SCOPES, "scopes"),
         tags=csv(tags, None, "tags") or (), since=aware(since, "since"), until=aware(until, "until"),
     )  # fmt: skip
     async with tenant_transaction(state.pool, filters.tenant_id, agent_id=principal.agent_id,
                                   actor=principal.key_id) as conn:  # fmt: skip
         hits, decomposition = await search(
-            state, conn, filters, q, k=k, method=decompose, toggles=Toggles(decay=decay, boosts=boosts, mmr=mmr)
+            state,
+            conn,
+            filters,
+            q,
+            k=k,
+            method=decompose,
+            toggles=Toggles(decay=decay, boosts=boosts, mmr=mmr),
+            agent_id=principal.agent_id,
         )
     return SearchOut(
         query=q, k=k, embedding_model=state.embedder.model_name, decomposition=decomposition_out(decomposition),

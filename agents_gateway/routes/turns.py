@@ -152,6 +152,14 @@ async def publish_records(
     then the turn contract's limits checked again on what the filter made — a field that
     redaction pushed past its limit is a 422 naming it, never cut — then Kafka (waiting for
     the broker's ack)."""
+    if conflicts := await state.event_claims.conflicts(principal.tenant_id, records):
+        message = (
+            "this event id was already used for another turn (an event id names one turn; a retry sends it unchanged)"
+        )
+        raise ApiError(
+            409, "event_id_conflict", f"{len(conflicts)} turn(s): {message}",
+            details=[{"loc": [*loc(i), "event_id"], "msg": message, "type": "conflict"} for i in conflicts],
+        )  # fmt: skip
     if policy is None:
         policy = await state.policies.get(principal.tenant_id)
     limit = state.settings.max_content_chars
@@ -241,6 +249,7 @@ async def refuse_identifiers(
     openapi_extra={"requestBody": REQUEST_BODY},
     responses={
         400: {"model": ErrorOut, "description": "Malformed JSON"},
+        409: {"model": ErrorOut, "description": "An event id already names another turn"},
         413: {"model": ErrorOut, "description": "Body or batch too large"},
         401: {"model": ErrorOut, "description": "No, or an invalid, API key"},
         403: {"model": ErrorOut, "description": "Key lacks 'ingest', or a turn names another tenant/agent"},

@@ -35,7 +35,7 @@ async def erase(
     state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         erasure = await erase_user(conn, user_id)
-    buffers = await state.buffers.forget(principal.tenant_id, user_id, erasure.sessions)
+    buffers = await state.buffers.forget(principal.tenant_id, user_id)
     return ErasureOut(
         erasure_id=erasure.erasure_id, erased_at=erasure.erased_at, episodes=erasure.episodes,
         events=erasure.events, sessions=len(erasure.sessions), buffers=buffers,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 import psycopg
@@ -56,16 +56,36 @@ async def append_events(conn: psycopg.AsyncConnection[Any], turns: Sequence[Turn
 
 #: Events the maintenance processes record (compactions): history, not conversation turns.
 MAINTENANCE_TOPIC = "memstream.maintenance"
+#: The session id maintenance records carry: ``maintenance:<day>``.
+MAINTENANCE_SESSION_PREFIX = "maintenance:"
+
+
+def maintenance_session(day: date) -> str:
+    return f"{MAINTENANCE_SESSION_PREFIX}{day.isoformat()}"
 
 
 async def previous_session(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str, session_id: str, before: datetime
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    user_id: str,
+    session_id: str,
+    agent_id: str | None,
+    before: datetime | None = None,
 ) -> str | None:
-    """The user's latest session (of conversation turns) with an event before ``before``."""
+    """ "The previous session": the user's latest session of conversation turns (not maintenance
+    records) other than ``session_id``, with an event before ``before`` (if given), among the
+    events ``agent_id`` may see — its own and shared ones (all, for None). The one definition
+    the read path (for the key's agent) and extraction (for the turn's agent) both use, so that
+    "last session" never names another agent's private session."""
     cur = await conn.execute(
-        "SELECT session_id FROM event_log WHERE tenant_id = %s AND user_id = %s AND session_id <> %s"
-        " AND event_time < %s AND source_topic <> %s ORDER BY event_time DESC LIMIT 1",
-        (tenant_id, user_id, session_id, before, MAINTENANCE_TOPIC),
-    )
+        "SELECT session_id FROM event_log WHERE tenant_id = %(tenant)s AND user_id = %(user)s"
+        " AND session_id <> %(session)s AND source_topic <> %(maintenance)s"
+        " AND (%(before)s::timestamptz IS NULL OR event_time < %(before)s)"
+        " AND (%(agent)s::text IS NULL OR shared OR agent_id = %(agent)s)"
+        " ORDER BY event_time DESC LIMIT 1",
+        {"tenant": tenant_id, "user": user_id, "session": session_id, "maintenance": MAINTENANCE_TOPIC,
+         "before": before, "agent": agent_id},
+    )  # fmt: skip
     row = await cur.fetchone()
     return str(row[0]) if row else None

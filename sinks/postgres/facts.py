@@ -64,7 +64,12 @@ class FactRecord:
 
     @property
     def subject_key(self) -> str:
-        return subject_key(self.scope, self.project_id, self.session_id, self.entity)
+        return subject_key(self.scope, self.project_id, self.session_id, self.entity, private_to=self.owner)
+
+    @property
+    def owner(self) -> str | None:
+        """The agent a private fact belongs to (None: shared with the tenant's agents)."""
+        return None if self.shared else self.agent_id
 
 
 @dataclass(frozen=True)
@@ -75,11 +80,17 @@ class Applied:
     version: int = 0
 
 
-def subject_key(scope: str, project_id: str | None, session_id: str, entity: str) -> str:
+def subject_key(
+    scope: str, project_id: str | None, session_id: str, entity: str, *, private_to: str | None = None
+) -> str:
     """What a fact is about: its entity, within its scope (a project's "database" and the
-    user's global "database" are different subjects)."""
+    user's global "database" are different subjects) — and, for a private fact, its agent's:
+    one agent's private facts never supersede, merge with or reveal another agent's (nor a
+    shared fact's); shared facts are one subject for all agents, who all see them. The agent
+    is length-prefixed (``agent:<n>:<agent>:``), so no entity can imitate it (migration 0008)."""
     where = project_id if scope == "project" else session_id if scope == "session" else ""
-    return f"{scope}:{where}:{entity}"
+    key = f"{scope}:{where}:{entity}"
+    return key if private_to is None else f"agent:{len(private_to)}:{private_to}:{key}"
 
 
 def _same(a: str, b: str) -> bool:

@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from sinks.postgres.audit import append_audit
-from sinks.postgres.event_log import MAINTENANCE_TOPIC
+from sinks.postgres.event_log import MAINTENANCE_TOPIC, maintenance_session
 
 COMPACTION_NAMESPACE = uuid.UUID("9a4e1f0c-5b2d-4c7e-8f3a-6d656d636f6d")
 AUDIT_ID_LIMIT = 1000
@@ -209,7 +209,7 @@ async def _log_compaction(
         " VALUES (%s, %s, %s, %s, NULL, %s, 'system', %s, %s, %s, %s, 0, %s, -1, -1)"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING",
         (tenant_id, uuid.uuid5(COMPACTION_NAMESPACE, f"log|{summary_id}"), agent_id, day.user_id,
-         f"maintenance:{day.day.isoformat()}",
+         maintenance_session(day.day),
          f"compaction: {archived} episodes of {day.day.isoformat()} archived behind summary {summary_id}",
          end, Jsonb({k: str(v) for k, v in detail.items()}), day.visibility.shared if day.visibility else False,
          MAINTENANCE_TOPIC),

@@ -20,7 +20,14 @@ import redis.asyncio as aioredis
 
 from memstream.settings import Settings
 from schemas.turns import Turn
-from sinks.redis.keys import buffer_key, request_key, summary_key, trim_mark_key
+from sinks.redis.keys import (
+    BUFFER_KINDS,
+    buffer_key,
+    request_key,
+    summary_key,
+    trim_mark_key,
+    user_buffers_pattern,
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -254,12 +261,17 @@ class SessionBuffers:
         """Let the next append request a compaction again (after a request found nothing due)."""
         await self.client.delete(request_key(*ref))
 
-    async def forget(self, tenant_id: str, user_id: str, session_ids: Sequence[str]) -> int:
-        """Delete the user's buffers, summaries and marks in these sessions; returns how many existed."""
-        deleted = 0
-        for session_id in session_ids:  # one slot per buffer: no multi-key DEL across slots
-            deleted += int(await self.client.delete(*SessionRef(tenant_id, user_id, session_id).keys()) > 0)
-        return deleted
+    async def forget(self, tenant_id: str, user_id: str) -> int:
+        """Delete every buffer, summary and mark of the user, in whatever session — found by
+        scanning the keys, not from a list of sessions: a turn can be buffered before any
+        other store knows its session (an erasure racing a batch). Returns the sessions whose
+        buffer (or summary) existed."""
+        sessions: set[str] = set()
+        async for raw in self.client.scan_iter(match=user_buffers_pattern(tenant_id, user_id), count=1000):
+            key = raw.decode() if isinstance(raw, bytes) else str(raw)
+            if key.split(":", 2)[1] in BUFFER_KINDS and await self.client.delete(key):
+                sessions.add(key[key.index("{") :])
+        return len(sessions)
 
 
 def session_buffers(client: aioredis.Redis, settings: Settings) -> SessionBuffers:

@@ -44,6 +44,17 @@ def redis_key(kind: str, tag: Sequence[str], *rest: str) -> str:
 # --- session buffers (one slot per tenant + user + session) -------------------------------
 
 
+#: The kinds of key one session buffer has (``SessionRef.keys`` in ``buffer.py``).
+BUFFER_KINDS = ("buf", "bufmark", "bufsum", "bufreq")
+_GLOB = str.maketrans({ch: "\\" + ch for ch in "*?[]\\"})
+
+
+def user_buffers_pattern(tenant_id: str, user_id: str) -> str:
+    """A SCAN pattern matching every buffer key of one user of a tenant, whatever the session."""
+    tag = f"{escape(tenant_id)}:{escape(user_id)}:".translate(_GLOB)
+    return f"{PREFIX}:buf*:{{{tag}*}}"
+
+
 def buffer_key(tenant_id: str, user_id: str, session_id: str) -> str:
     return redis_key("buf", (tenant_id, user_id, session_id))
 
@@ -67,6 +78,11 @@ def grant_key(tenant_id: str, session_id: str, grant_sha256: str) -> str:
     """An allow-once grant: ``grant_sha256`` hashes what else it is bound to — the project
     (or none), the agent (or any), the tool and the command (``sinks/redis/grants.py``)."""
     return redis_key("allow", (tenant_id, session_id), grant_sha256)
+
+
+def event_claim_key(tenant_id: str, event_id: str) -> str:
+    """Which turn an event id belongs to (``event_claims.py``)."""
+    return redis_key("eid", (tenant_id, event_id))
 
 
 def rate_limit_key(scope: str, subject: str) -> str:

@@ -86,7 +86,7 @@ class ExtractionStage(SinkStage):
         self.facts = facts
         self._records = records
         #: (tenant, user, session) -> (previous session, when to look again)
-        self._previous: OrderedDict[tuple[str, str, str], tuple[str | None, float]] = OrderedDict()
+        self._previous: OrderedDict[tuple[str, str, str, str], tuple[str | None, float]] = OrderedDict()
 
     @property
     def records(self) -> ExtractionRecords:
@@ -96,14 +96,18 @@ class ExtractionStage(SinkStage):
         return self._records
 
     async def _previous_session(self, turn: Turn) -> str | None:
-        """The user's latest earlier session in the event log. Found ones are kept; "none yet"
-        is asked again after a while (the ingest worker may not have stored it yet)."""
-        key = (turn.tenant_id, turn.user_id, turn.session_id)
+        """The user's latest earlier session in the event log that the turn's agent may see (its
+        own and shared events). Found ones are kept; "none yet" is asked again after a while (the
+        ingest worker may not have stored it yet)."""
+        key = (turn.tenant_id, turn.user_id, turn.session_id, turn.agent_id)
         cached = self._previous.get(key)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
         async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
-            previous = await previous_session(conn, turn.tenant_id, turn.user_id, turn.session_id, turn.event_time)
+            previous = await previous_session(
+                conn, tenant_id=turn.tenant_id, user_id=turn.user_id, session_id=turn.session_id,
+                agent_id=turn.agent_id, before=turn.event_time,
+            )  # fmt: skip
         self._previous[key] = (previous, float("inf") if previous else time.monotonic() + NOT_FOUND_TTL_S)
         while len(self._previous) > 10_000:
             self._previous.popitem(last=False)

@@ -84,7 +84,7 @@ class LogContextExtraction(ExtractionStage):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._sessions: dict[tuple[str, str, str], str | None] = {}
+        self._sessions: dict[tuple[str, str, str, str], str | None] = {}
 
     async def _recent(self, turn: Turn) -> list[ExtractionTurn]:
         """The session's turns before this one (the live worker: its Redis buffer), built as
@@ -108,13 +108,14 @@ class LogContextExtraction(ExtractionStage):
     async def _previous_session(self, turn: Turn) -> str | None:
         """The user's latest session before this session's first extracted turn (the live
         worker asks at the first turn it extracts, and keeps the answer)."""
-        key = (turn.tenant_id, turn.user_id, turn.session_id)
+        key = (turn.tenant_id, turn.user_id, turn.session_id, turn.agent_id)
         if key not in self._sessions:
             async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
                 start = await session_start(conn, turn.tenant_id, turn.user_id, turn.session_id, EXTRACTED_ROLES)
                 self._sessions[key] = await previous_session(
-                    conn, turn.tenant_id, turn.user_id, turn.session_id, start or turn.event_time
-                )
+                    conn, tenant_id=turn.tenant_id, user_id=turn.user_id, session_id=turn.session_id,
+                    agent_id=turn.agent_id, before=start or turn.event_time,
+                )  # fmt: skip
         return self._sessions[key]
 
 

@@ -42,10 +42,10 @@ async def test_malformed_bodies(gateway: httpx.AsyncClient, body: bytes, status:
     [
         ({"agent_id": None}, "agent_id is required"),
         ({"session_id": None}, "session_id"),
-        ({"content": ""}, "content must be a non-empty string"),
+        ({"content": ""}, "content: must be a non-empty string"),
         ({"content": 42}, "content"),
         ({"role": "robot"}, "role"),
-        ({"agent_id": "a b"}, "agent_id must be"),
+        ({"agent_id": "a b"}, "agent_id: must be 1-128 characters"),
         ({"event_time": "yesterday"}, "event_time must be an ISO 8601"),
         ({"event_time": "2026-11-30T09:00:00"}, "timezone"),
         ({"event_id": "not-a-uuid"}, "UUID"),
@@ -102,7 +102,7 @@ async def test_one_bad_turn_rejects_the_batch_and_nothing_is_published(
 ) -> None:
     response = await gateway.post("/v1/turns", json={"turns": [good(tenant), good(tenant, content="  ")]})
     assert response.status_code == 422
-    assert response.json()["error"]["details"][0]["loc"] == ["turns", "1"]
+    assert response.json()["error"]["details"][0]["loc"] == ["turns", "1", "content"]
     await post_turns(gateway, [good(tenant, content="the marker after the rejected batch")])
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
 

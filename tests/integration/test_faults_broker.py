@@ -9,14 +9,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from streams.topics import TURNS
 from tests.integration.faults import (
     GatewaySender,
+    KafkaSender,
     TurnLoad,
     gateway_for,
     log_count,
+    make_turn,
     observe,
     private_stack,
     stored_ids,
@@ -93,3 +95,34 @@ async def test_a_broker_back_empty_gets_503s_meanwhile_and_the_worker_recovers_b
             worker_caught_up_after_restart_s=round(time.monotonic() - restarted_at, 2),
             caught_up_after_load_s=round(caught_up_s, 2), lost_with_the_old_broker=lost_with_the_broker, duplicates=0,
         )  # fmt: skip
+
+
+async def test_a_worker_reads_a_new_broker_log_from_its_start_whatever_an_older_incarnation_committed(
+    tmp_path: Path,
+) -> None:
+    """The cause of the loss above (issue 11): a worker that lived through the broker's restart
+    committed the old log's offsets into the new broker's copy of its group before it noticed the
+    new cluster; the fresh worker resumed there and skipped the new log. Here the stale commit is
+    made on purpose, under the group name every worker used before groups were named after the
+    broker incarnation: a worker must read every turn of the log anyway."""
+    tenant = "t-stale-commit"
+    async with private_stack(tmp_path) as stack:
+        sender = KafkaSender(stack.settings.require_kafka())
+        turns = [make_turn(tenant, f"s{i % 10:02d}", f"turn {i} on the new log") for i in range(60)]
+        try:
+            assert await sender(turns)
+        finally:
+            await sender.close()
+        stale = AIOKafkaConsumer(bootstrap_servers=stack.settings.require_kafka(), group_id=stack.settings.app_id,
+                                 enable_auto_commit=False)  # fmt: skip
+        await stale.start()
+        try:
+            partitions = [TopicPartition(TURNS, p) for p in range(stack.settings.topic_partitions)]
+            stale.assign(partitions)
+            await stale.commit({tp: 1_000 for tp in partitions})  # the old log's positions
+        finally:
+            await stale.stop()
+        worker = stack.worker()
+        await asyncio.to_thread(worker.start)
+        want = {t["event_id"] for t in turns}
+        await until(lambda: want <= set(stored_ids(stack, tenant, "event_log")), timeout_s=60)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,3 +50,20 @@ async def test_a_worker_killed_with_sigkill_loses_no_turn_and_duplicates_no_memo
             caught_up_after_restart_s=round(time.monotonic() - restarted_at, 2),
             caught_up_after_load_s=round(caught_up_s, 2), lost=0, duplicates=0,
         )  # fmt: skip
+
+
+async def test_a_worker_whose_services_are_gone_still_stops_when_told(tmp_path: Path) -> None:
+    """A worker orphaned with its broker and Postgres gone (its ``memstream up`` was killed)
+    used to wait for them forever after SIGTERM, reconnecting in a loop; its stop is bounded."""
+    async with private_stack(tmp_path) as stack:
+        worker = stack.worker(worker_stop_grace_s=3.0)
+        await asyncio.to_thread(worker.start)
+        pid = worker.process.pid
+        assert pid is not None
+        postgres, broker = stack.embedded.postgres, stack.embedded.broker
+        assert postgres is not None and broker is not None
+        await asyncio.to_thread(broker.stop)
+        await asyncio.to_thread(postgres.stop)
+        os.kill(pid, signal.SIGTERM)
+        stopped_in = await until(lambda: not worker.process.running, timeout_s=30)
+        assert stopped_in < 30

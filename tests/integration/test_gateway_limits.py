@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import secrets
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -18,17 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import psutil
+import orjson
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 
 from agents_gateway.app import create_app
 from memstream.settings import Settings
-from memstream.stack.process import ManagedProcess, free_port, port_open
-from memstream.stack.state import settings_env
 from sinks.redis.keys import rate_limit_key
-from tests.fixtures.stack import RunningStack
+from tests.fixtures.stack import RunningStack, Served, serve_gateway
 
 MiB = 1024 * 1024
 #: What a caller streams at the gateway in the memory test, per request.
@@ -42,49 +39,15 @@ READ_TIMEOUT_S = 2.0
 # --- a real uvicorn gateway in a subprocess ---------------------------------------------------
 
 
-@dataclass
-class Served:
-    process: ManagedProcess
-    port: int
-    settings: Settings
-
-    @property
-    def rss(self) -> int:
-        assert self.process.pid is not None
-        return int(psutil.Process(self.process.pid).memory_info().rss)
-
-
 @pytest.fixture(scope="module")
 def served(stack: RunningStack) -> Iterator[Served]:
-    """``python -m memstream gateway`` (uvicorn, as deployed) on the test stack."""
-    port = free_port()
-    env = {
-        **settings_env(stack.settings),
-        "MEMSTREAM_GATEWAY_PORT": str(port),
+    """``python -m memstream gateway`` (uvicorn, as deployed) on the test stack, with short read timeouts."""
+    timeouts = {
         "MEMSTREAM_BODY_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
         "MEMSTREAM_HEADER_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
     }
-    process = ManagedProcess(
-        name="gateway-limits",
-        argv=[sys.executable, "-m", "memstream", "gateway"],
-        env=env,
-        log_path=stack.settings.data_dir / "logs" / "gateway-limits.log",
-        stop_timeout_s=20,
-    )
-    process.start()
-    try:
-
-        def ready() -> bool:
-            if not port_open("127.0.0.1", port):
-                return False
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
-
-        process.wait_ready(ready, timeout_s=60)
-        yield Served(process, port, stack.settings)
-    finally:
-        process.stop()
-    log = process.tail(400)
-    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+    with serve_gateway(stack, "gateway-limits", timeouts) as gateway:
+        yield gateway
 
 
 @dataclass
@@ -251,6 +214,21 @@ def test_a_slow_body_gets_408(stack: RunningStack, served: Served, tenant: str) 
     assert answer.status == 408, answer
     assert b"request_timeout" in answer.body
     assert time.monotonic() - started < READ_TIMEOUT_S + 3
+
+
+def test_malformed_http_and_oversized_headers_get_the_error_shape(served: Served) -> None:
+    """The protocol layer answered these in text/plain, and headers that arrived in one read
+    passed the documented 16 KiB cap."""
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nhost gateway\r\n\r\n")  # no colon: not a header
+        status, body = read_response(sock)
+        assert status == 400 and orjson.loads(body)["error"]["code"] == "malformed_http"
+    big = "x" * (served.settings.max_header_bytes + 1_000)
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(f"GET /v1/search HTTP/1.1\r\nhost: gateway\r\nx-big: {big}\r\n\r\n".encode())
+        status, body = read_response(sock)
+        assert status in (400, 431), status
+        assert orjson.loads(body)["error"]["code"] in ("headers_too_large", "malformed_http")
 
 
 def test_slow_headers_get_408_and_idle_connections_are_closed(served: Served) -> None:

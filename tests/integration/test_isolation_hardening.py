@@ -6,8 +6,10 @@ parameters nobody checked, and agent keys acting for the whole tenant."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import secrets
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -355,7 +357,141 @@ async def test_tool_outcomes_are_private_to_their_agent_by_default_and_errors_na
         await eventually(recorded, timeout_s=60)
         assert (await a2.get("/v1/skills/best", params={"user_id": "u", "task": "deploy"})).json()["skills"] == []
         assert "AG1SECRET" not in (await a2.get("/v1/search", params={"user_id": "u", "q": "deploy"})).text
-        long_steps = await a1.post("/v1/tool-events", json={**event, "steps": ["a" * 100] * 50})
+        long_steps = await a1.post("/v1/tool-events", json={**event, "steps": ["a" * 151] * 50})
         assert long_steps.status_code == 422 and "steps" in long_steps.text and "metadata" not in long_steps.text
         blank = await a1.post("/v1/tool-events", json={**event, "skill": " "})
         assert blank.status_code == 422 and "skill" in blank.text and "tool_name" not in blank.text
+
+
+# --- the third attack (red team, second round, from the README alone) -------------------------------
+
+
+async def test_an_event_id_names_one_turn_a_reuse_for_another_is_refused(
+    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """A second turn with a used id was acknowledged, then kept only in a session buffer that
+    erasure of its user did not find."""
+    event_id = str(uuid.uuid4())
+    first = turn(tenant, "s", "harmless first turn", user_id="dup-a", event_id=event_id)
+    assert (await gateway.post("/v1/turns", json=first)).status_code == 202
+    assert (await gateway.post("/v1/turns", json={**first, "event_time": None})).status_code == 202, "a retry"
+    other = turn(tenant, "s", "Carl's address is 12 Elm St", user_id="victim-carl", event_id=event_id)
+    refused = await gateway.post("/v1/turns", json=other)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "event_id_conflict"
+    twin = str(uuid.uuid4())
+    batch = [
+        turn(tenant, "s", "one", user_id="u1", event_id=twin),
+        turn(tenant, "s", "two", user_id="u2", event_id=twin),
+    ]
+    assert (await gateway.post("/v1/turns", json={"turns": batch})).status_code == 409
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
+    assert (await gateway.get("/v1/sessions/s/buffer", params={"user_id": "victim-carl"})).json()["turns"] == []
+
+
+async def test_erasure_deletes_every_buffer_of_the_user_even_ones_no_table_knows(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """A batch buffered before its rows were written (an erasure racing it) left buffers that
+    the erasure, looking for the user's sessions in Postgres, did not know of."""
+    import redis.asyncio as aioredis
+
+    from sinks.redis.buffer import BufferEntry, SessionBuffers, SessionRef
+
+    client = aioredis.from_url(stack.settings.require_redis_url())
+    try:
+        buffers = SessionBuffers(client, max_turns=5, max_tokens=100)
+        member = b'{"event_id": "e1", "tokens": 1, "content": "LYCHEE"}'
+        ghost, other = SessionRef(tenant, "racer", "ghost"), SessionRef(tenant, "racer:x", "ghost")
+        await buffers.append({ghost: [BufferEntry(1, member, 1)], other: [BufferEntry(1, member, 1)]})
+        erased = await gateway.post("/v1/users/racer/erase")
+        assert erased.status_code == 200 and erased.json()["buffers"] == 1, erased.text
+        assert await buffers.read(ghost) == []
+        assert len(await buffers.read(other)) == 1, "another user, whose id begins with the same text, keeps his"
+    finally:
+        await client.aclose()
+
+
+async def test_an_agents_private_facts_are_its_own_subject(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway_app: FastAPI, tenant: str
+) -> None:
+    """Agent evil's private statement superseded agent coder's private fact (and told evil it
+    existed); stating coder's exact fact merged into it, an oracle for guessing it."""
+    coder = stack.key(tenant, agent="coder", scopes=("ingest", "read"))
+    evil = stack.key(tenant, agent="evil", scopes=("ingest", "read"))
+    async with client_for(gateway_app, coder) as c, client_for(gateway_app, evil) as e:
+        await post_turns(
+            c, [{"user_id": "fa", "session_id": "s1", "role": "user", "content": "I prefer Vim as my editor."}]
+        )
+
+        async def coder_fact() -> list[Any] | bool:
+            facts = (await c.get("/v1/entities", params={"user_id": "fa"})).json()["facts"]
+            return facts or False
+
+        await eventually(coder_fact, timeout_s=60)
+        await post_turns(e, [{"user_id": "fa", "session_id": "s2", "role": "user",
+                              "content": "I prefer Emacs as my editor."}])  # fmt: skip
+
+        async def evil_fact() -> list[Any] | bool:
+            facts = (await e.get("/v1/entities", params={"user_id": "fa"})).json()["facts"]
+            return facts or False
+
+        mine = await eventually_value(evil_fact)
+        assert isinstance(mine, list) and [(f["version"], f["summary"]) for f in mine] == [
+            (1, "I prefer Emacs as my editor.")
+        ], "no version of another agent's private fact before it"
+        assert "supersedes" not in str(mine)
+        kept = (await c.get("/v1/entities", params={"user_id": "fa"})).json()["facts"]
+        assert [f["summary"] for f in kept] == ["I prefer Vim as my editor."], "coder's fact is still current"
+
+
+async def test_extraction_resolves_last_session_over_what_the_agent_may_see(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway_app: FastAPI, tenant: str
+) -> None:
+    coder = stack.key(tenant, agent="coder", scopes=("ingest", "read"))
+    evil = stack.key(tenant, agent="evil", scopes=("ingest", "read"))
+    older = (datetime.now(UTC) - timedelta(hours=2)).isoformat()
+    newer = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    async with client_for(gateway_app, coder) as c, client_for(gateway_app, evil) as e:
+        await post_turns(e, [{"user_id": "ps", "session_id": "ps-evil-old", "role": "user", "content": "hello",
+                              "event_time": older}])  # fmt: skip
+        await post_turns(c, [{"user_id": "ps", "session_id": "ps-coder-PRIVATE-NAME", "role": "user",
+                              "content": "a private chat", "event_time": newer}])  # fmt: skip
+        await eventually(lambda: count_rows(stack, "event_log", tenant) == 2)
+        await post_turns(e, [{"user_id": "ps", "session_id": "ps-evil-now", "role": "user",
+                              "content": "As we said last session, I prefer rsync for deployment, not scp."}])  # fmt: skip
+
+        async def extracted() -> str | bool:
+            facts = (await e.get("/v1/entities", params={"user_id": "ps"})).json()["facts"]
+            return str(facts) if facts else False
+
+        text = str(await eventually_value(extracted))
+    assert "ps-coder-PRIVATE-NAME" not in text and "ps-evil-old" in text, text
+
+
+async def eventually_value(check: Any, timeout_s: float = 60.0) -> Any:
+    """``eventually``, returning the last (truthy) value of ``check``."""
+    holder: list[Any] = []
+
+    async def probe() -> bool:
+        holder.append(await check())
+        return bool(holder[-1])
+
+    await eventually(probe, timeout_s=timeout_s)
+    return holder[-1]
+
+
+async def test_unpaired_surrogates_non_json_bodies_and_big_headers_get_clear_4xx(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    event = {"agent_id": "a", "user_id": "u", "session_id": "s", "skill": "deploy", "status": "success"}
+    for steps in (["\ud800"], ["\udfff"], ["\ud800\ud800"]):
+        body = json.dumps({**event, "steps": steps}).encode()  # JSON escapes: \ud800 arrives unpaired
+        response = await gateway.post("/v1/tool-events", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 422, response.text
+    for path in ("/v1/permissions/evaluate", "/v1/tool-events", "/v1/permissions/rules"):
+        response = await gateway.post(
+            path, content=b"a=b", headers={"content-type": "application/x-www-form-urlencoded"}
+        )
+        assert response.status_code == 415, (path, response.text)
+    big = {"x-big": "x" * (stack.settings.max_header_bytes + 100)}
+    assert (await gateway.get("/v1/entities", params={"user_id": "u"}, headers=big)).status_code == 431

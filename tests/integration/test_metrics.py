@@ -20,6 +20,7 @@ from memstream.llm.base import LLMError
 from memstream.llm.gemini import GeminiLLM
 from memstream.metrics import LLMCollector
 from schemas.codec import turn_event_codec
+from streams.tansu import incarnation_group
 from streams.topics import DLQ, TURNS
 from tests.fixtures.gemini import FakeGemini
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
@@ -107,6 +108,13 @@ async def group_members(bootstrap: str, group: str) -> list[str]:
     return [member_id for member_id, *_ in members]
 
 
+def worker_group(stack: RunningStack, worker: WorkerHandle) -> str:
+    """A worker's consumer group on the embedded broker: named after the broker's incarnation."""
+    broker = stack.embedded.broker
+    assert broker is not None and broker.cluster_id
+    return incarnation_group(worker.app_id, broker.cluster_id)
+
+
 async def test_worker_metrics(stack: RunningStack, running_worker: WorkerHandle, tenant: str) -> None:
     worker = running_worker
     bootstrap = stack.settings.require_kafka()
@@ -143,10 +151,10 @@ async def test_worker_metrics(stack: RunningStack, running_worker: WorkerHandle,
 
     # A clean stop leaves the consumer group at once, in generation 0 too (streams/tansu.py):
     # on the embedded broker the member used to stay until its session timed out.
-    assert await group_members(bootstrap, worker.app_id)
+    assert await group_members(bootstrap, worker_group(stack, worker))
     worker.stop()
     try:
-        assert await group_members(bootstrap, worker.app_id) == []
+        assert await group_members(bootstrap, worker_group(stack, worker)) == []
     finally:
         worker.start()
 

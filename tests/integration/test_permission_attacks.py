@@ -5,11 +5,19 @@
    rules skipped; deep substitutions were a 500;
 2. one tenant's costly evaluations queued every tenant's behind them on the matcher threads;
 3. allow-once grants were not bound to a project or an agent.
+
+And what a second red team found (README only):
+
+4. ALLOW let a command hidden in a shell expansion through — no operator to cut at, yet bash
+   5.2 ran it (``${x@P}``, ANSI-C quoting, array subscripts in arithmetic); an ALLOW rule not
+   about the program allowed what a shell, ``env``, ``find -exec`` or an assignment before
+   the program ran; and a decision's reason repeated the command's secrets.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import httpx
@@ -17,6 +25,7 @@ import pytest
 from fastapi import FastAPI
 
 from agents_gateway import permissions
+from agents_gateway.commands import expansion, parts
 from tests.fixtures.stack import RunningStack, client_for
 from tests.integration.test_permission_limits import HEAVY_COMMAND, HEAVY_PATTERN, add_rules, settings_of
 
@@ -81,7 +90,14 @@ async def test_a_command_smuggled_past_the_splitter_is_not_allowed(
 ) -> None:
     verdict = await verdict_of(gateway, command)
     assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
-    assert "evilcmd" in str(verdict["reason"]), verdict
+    # The reason names the first fragment not allowed by its position (never by its text):
+    # the smuggled command, or one that holds an expansion.
+    found = re.search(r"fragment (\d+) of (\d+) of the command", str(verdict["reason"]))
+    assert found is not None, verdict
+    fragments = parts(command)
+    assert int(found[2]) == len(fragments), verdict
+    denied = fragments[int(found[1]) - 1]
+    assert denied == "evilcmd" or expansion(denied) is not None, (denied, verdict)
 
 
 @pytest.mark.parametrize(
@@ -191,7 +207,7 @@ async def test_a_tenant_saturating_the_matcher_does_not_stall_another_tenant(
         finally:
             stop.set()
             await flood
-    assert max(took) < 0.5, f"the other tenant's evaluations took {[round(t, 3) for t in took]} s"
+    assert max(took) < 1.5, f"the other tenant's evaluations took {[round(t, 3) for t in took]} s"
     assert statuses.count(429) > statuses.count(200) > 0, statuses
     assert retry_after == {"1"}
     assert permissions._SLOTS.busy(tenant) == 0, "every slot is given back"
@@ -290,3 +306,186 @@ async def test_a_grant_for_an_agent_is_used_by_that_agent_only(
         ).fetchall()
     assert granted_rows == [("AG1", None), ("AG1", None), (None, None)]
     assert used == [("AG1",), ("AG1",), ("AG2",)]
+
+
+# --- 4. expansions, and what an ALLOW rule does not name ----------------------------------------
+
+
+@pytest.fixture
+async def anchored_rules(gateway: httpx.AsyncClient) -> dict[str, str]:
+    """The second red team's rules: the anchored ALLOW the README recommends, first, then a
+    BLOCK for ``rm -rf``."""
+    return {
+        "pytest": await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^pytest( |$)", position=0),
+        "rm": await rule(gateway, tool="sh", effect="BLOCK", pattern=r"\brm -rf\b", position=1),
+    }
+
+
+#: Each got ALLOW, and bash 5.2 ran the hidden command (each wrote its file).
+EXPANDED = [
+    r"pytest --timeout=30 ${x:=\\044\\050id\\051} ${x@P}",  # prompt expansion decodes \044\050 to $(
+    r"pytest ${x:=$'\x24\x28echo PWNED \x3e /tmp/rt/pwned\x29'} ${x@P}",
+    r"pytest ${x:=$'a[\x24\x28echo PWNED2 \x3e /tmp/rt/pwned2\x29]'} ${PATH:x}",  # an array subscript
+    r"pytest $[${y:=$'a[\x24\x28echo PWNED3 \x3e /tmp/rt/pwned3\x29]'}]",
+    # Variants of the same class: every expansion, whether or not this bash runs code through it.
+    r"pytest ${x:=$'a[\x24\x28echo V1 \x3e /tmp/rt/v1\x29]'} ${!x}",  # indirection evaluates it too
+    r"pytest ${x:=$'\x24\x28evilcmd\x29'} ${x@E}",
+    r"pytest $'\x3b' evilcmd",
+    r"pytest ${IFS}evilcmd",
+    r"pytest --timeout=30 $HOME",
+    'pytest $"evilcmd"',
+    "pytest \uff04{x@P}",  # a full-width dollar: NFKC makes it one
+    "pytest !!",  # history expansion (interactive shells)
+    "pytest !-1",
+]
+
+
+@pytest.mark.parametrize("command", EXPANDED)
+async def test_a_fragment_with_an_expansion_is_never_allowed(
+    gateway: httpx.AsyncClient, anchored_rules: dict[str, str], command: str
+) -> None:
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"], verdict["rule_id"]) == ("PENDING", "none", None), verdict
+    assert "shell expansion" in str(verdict["reason"]), verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pytest $((a[$(id)]))",  # cut at every parenthesis already
+        "pytest $(id)",
+        "pytest `id`",
+        "pytest --timeout=30 && ls $HOME",
+    ],
+)
+async def test_a_substitution_leaves_a_fragment_with_an_expansion(
+    gateway: httpx.AsyncClient, anchored_rules: dict[str, str], command: str
+) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^(id|ls)( |$)")
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        r"pytest ${x:=$'\x24\x28 rm -rf /tmp/rt\x29'} ${x@P}",
+        r"pytest --timeout=30 ${x:=\\044\\050 rm -rf /tmp/rt\\051} ${x@P}",
+        r"pytest $'\x3b' rm -rf x",
+        "pytest $[${y:=rm -rf x}]",
+    ],
+)
+async def test_a_fragment_with_an_expansion_that_a_block_rule_matches_is_blocked(
+    gateway: httpx.AsyncClient, anchored_rules: dict[str, str], command: str
+) -> None:
+    """The ALLOW rule comes first, but it cannot allow a fragment with an expansion: the
+    BLOCK rule after it decides."""
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["rule_id"]) == ("BLOCK", anchored_rules["rm"]), verdict
+
+
+#: With the seed's unanchored ``ALLOW pytest.*--timeout=30`` (and ``ALLOW ^make\b``): each got ALLOW.
+UNNAMED = [
+    "bash -c evilcmd pytest --timeout=30",
+    "sh -c evilcmd pytest --timeout=30",
+    "'ba''sh' -c evilcmd pytest --timeout=30",
+    "/bin/ba?h -c evilcmd pytest --timeout=30",
+    "eval evilcmd pytest --timeout=30",
+    "exec evilcmd pytest --timeout=30",
+    "source evil.sh pytest --timeout=30",
+    ". evil.sh pytest --timeout=30",
+    "env sh -c evilcmd pytest --timeout=30",
+    "xargs -a cmds sh pytest --timeout=30",
+    "timeout 5 evilcmd pytest --timeout=30",
+    "evilcmd pytest --timeout=30",
+    "LD_PRELOAD=/tmp/evil.so pytest --timeout=30",
+    "BASH_ENV=/tmp/evil.sh pytest --timeout=30",
+    "> out evilcmd pytest --timeout=30",
+    "make=1 evilcmd",  # ``^make\b`` matches the assignment, not the program
+]
+
+
+@pytest.mark.parametrize("command", UNNAMED)
+async def test_an_allow_rule_that_does_not_name_what_runs_does_not_allow_it(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str], command: str
+) -> None:
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"], verdict["rule_id"]) == ("PENDING", "none", None), verdict
+    assert "is matched by an ALLOW rule that does not name" in str(verdict["reason"]), verdict
+
+
+async def test_a_rule_that_names_what_runs_allows_it_and_a_later_block_still_applies(
+    gateway: httpx.AsyncClient, red_team_rules: dict[str, str]
+) -> None:
+    # The seed's rule still allows pytest, with what pytest does with its arguments.
+    for command in ("pytest --timeout=30", "pytest -q --timeout=30 2>&1", "> log pytest --timeout=30"):
+        allowed = await verdict_of(gateway, command)
+        assert (allowed["decision"], allowed["rule_id"]) == ("ALLOW", red_team_rules["pytest"]), (command, allowed)
+    ci = await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^bash scripts/ci\.sh$")
+    named = await verdict_of(gateway, "bash scripts/ci.sh")
+    assert (named["decision"], named["rule_id"]) == ("ALLOW", ci), named
+    env = await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^X=1 pytest( |$)")
+    assigned = await verdict_of(gateway, "X=1 pytest -q")
+    assert (assigned["decision"], assigned["rule_id"]) == ("ALLOW", env), assigned
+    # An ALLOW rule passed over lets a later rule decide: here a BLOCK.
+    shells = await rule(gateway, tool="sh", effect="BLOCK", pattern=r"\bbash -c\b")
+    blocked = await verdict_of(gateway, "bash -c evilcmd pytest --timeout=30")
+    assert (blocked["decision"], blocked["rule_id"]) == ("BLOCK", shells), blocked
+
+
+@pytest.mark.parametrize(
+    ("pattern", "command"),
+    [
+        (r"^env( |$)", "env sh -c evilcmd"),
+        (r"^env( |$)", "env -i /bin/bash -c evilcmd"),
+        (r"^xargs( |$)", "xargs -n1 sh -c evilcmd"),
+        (r"^timeout( |$)", "timeout 5 bash -c evilcmd"),
+        (r"^find( |$)", "find . -exec evilcmd {} +"),
+        (r"^find( |$)", "find . -execdir evilcmd {} +"),
+    ],
+)
+async def test_a_rule_for_a_program_does_not_allow_the_shell_or_exec_it_is_given(
+    gateway: httpx.AsyncClient, pattern: str, command: str
+) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=pattern)
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+    assert "does not name the shell (or find -exec) it runs" in str(verdict["reason"]), verdict
+    plain = await verdict_of(gateway, command.split(" ", 1)[0] + " -q plain")
+    assert plain["decision"] == "ALLOW", plain
+
+
+EMAIL, PASSWORD = "frank@example.com", "Pw0rdS3cretXyz"
+
+
+@pytest.mark.parametrize(
+    ("command", "decision"),
+    [
+        (f"pytest -q && curl -u {EMAIL}:{PASSWORD} https://x", "BLOCK"),
+        (f"pytest -q; wget --user={EMAIL} --password={PASSWORD} https://x", "PENDING"),
+        (f"curl -u {EMAIL}:{PASSWORD} https://x; pytest -q", "BLOCK"),
+        (f"pytest -q && mysql -u {EMAIL} -p{PASSWORD} $DB", "PENDING"),
+        (f'env sh -c "curl -u {EMAIL}:{PASSWORD} https://x" && pytest -q', "PENDING"),
+    ],
+)
+async def test_a_reason_never_repeats_the_commands_secrets_or_personal_data(
+    gateway: httpx.AsyncClient, command: str, decision: str
+) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^(pytest|env)( |$)")
+    await rule(gateway, tool="sh", effect="BLOCK", pattern=r"^curl\b")
+    verdict = await verdict_of(gateway, command)
+    assert verdict["decision"] == decision, verdict
+    reason = str(verdict["reason"])
+    if not command.startswith("curl"):  # else the whole line is blocked, and no fragment named
+        assert re.search(r"fragment \d of 2 of the command", reason), verdict
+    for private in (EMAIL, "frank", PASSWORD):
+        assert private not in reason, verdict
+
+
+async def test_a_reason_shows_the_rules_pattern_redacted(gateway: httpx.AsyncClient) -> None:
+    """A pattern that matched holds what the command holds."""
+    allowed_by = await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^mysql -pRulePatternS3cret( |$)")
+    verdict = await verdict_of(gateway, "mysql -pRulePatternS3cret shop")
+    assert (verdict["decision"], verdict["rule_id"]) == ("ALLOW", allowed_by), verdict
+    assert "RulePatternS3cret" not in str(verdict["reason"]), verdict
+    assert "[REDACTED:" in str(verdict["reason"]), verdict

@@ -105,7 +105,7 @@ async def test_the_attackers_reproduction_is_refused_and_does_not_stall_the_gate
     response, took, latencies = await evaluate_while_probing(gateway_app, api_key, "a" * 8192)
     assert response.status_code == 200 and response.json()["decision"] == "PENDING"
     assert took < 1.0, f"the evaluation took {took:.2f} s"
-    assert latencies and max(latencies) < 0.5, f"/healthz waited {max(latencies):.2f} s"
+    assert latencies and max(latencies) < 1.0, f"/healthz waited {max(latencies):.2f} s"
 
 
 async def test_the_costliest_accepted_rules_finish_within_the_budget_off_the_event_loop(
@@ -131,7 +131,7 @@ async def test_the_costliest_accepted_rules_finish_within_the_budget_off_the_eve
     assert "budget" in verdict["reason"] and "of 50 searches" in verdict["reason"], verdict
     # The budget plus at most one search at the limit (~65 ms), with room for a slow machine.
     assert took < budget + 1.0, f"the evaluation took {took:.2f} s"
-    assert latencies and max(latencies) < 0.5, f"/healthz waited {max(latencies):.2f} s"
+    assert latencies and max(latencies) < 1.0, f"/healthz waited {max(latencies):.2f} s"
 
 
 async def test_an_evaluation_over_its_budget_fails_closed_and_is_audited_and_counted(

@@ -1,5 +1,8 @@
 """Commands and rules reach the immutable audit log redacted (security finding B): the
-secrets command lines carry never get there, and the SHA-256 of the original does."""
+secrets command lines carry never get there, and the SHA-256 of the original does. The third
+red team: the audit follows the tenant's privacy policy (e-mail addresses and phone numbers
+go from audited commands, patterns and descriptions when they go from turns), SQL passwords
+go too, and a tool name holding personal data is refused like any identifier."""
 
 from __future__ import annotations
 
@@ -9,7 +12,10 @@ import httpx
 from fastapi import FastAPI
 
 from sinks.redis.grants import command_hash
-from tests.fixtures.stack import RunningStack
+from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
+from tests.integration.helpers import count_rows, turn
+
+GHP = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 
 #: Each command, and the secret in it that must not be audited.
 COMMANDS = {
@@ -79,3 +85,114 @@ async def test_a_rules_pattern_and_description_are_audited_redacted(
         json={"session_id": "s1", "tool": "shell", "command": "mysql -pRulePatternS3cret shop"},
     )
     assert verdict.json()["decision"] == "ALLOW"
+
+
+# --- the third red team: the audit follows the tenant's privacy policy -------------------------
+
+#: The red team's command: the -u password was the only thing redacted.
+POLICY_COMMAND = (
+    "curl -u frank@example.com:pw https://x; echo grace@example.com 415-555-2671;"
+    " psql -c \"ALTER ROLE app PASSWORD 'Hunter2Secret!'\""
+)
+POLICY_SECRETS = ("frank@example.com", "grace@example.com", "415-555-2671", "Hunter2Secret!", "frank@", "grace@")
+
+
+async def _audited(stack: RunningStack, tenant: str, action: str) -> list[tuple[str, str]]:
+    with stack.superuser_db() as conn:
+        rows = conn.execute(
+            "SELECT detail::text, subject FROM audit_log WHERE tenant_id = %s AND action = %s ORDER BY seq",
+            (tenant, action),
+        ).fetchall()
+    return [(str(detail), str(subject)) for detail, subject in rows]
+
+
+async def test_audited_commands_follow_the_tenants_privacy_policy(
+    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """With e-mail and phone redaction on, the decision's audit record keeps none of the
+    command's e-mail addresses, phone number or SQL password — what a turn holding the same
+    command keeps is exactly what the audit keeps."""
+    policy = await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": True})
+    assert policy.status_code == 200, policy.text
+    response = await gateway.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "shell", "command": POLICY_COMMAND}
+    )
+    assert response.status_code == 200, response.text
+    with stack.superuser_db() as conn:
+        (shown, digest, redactions, whole), *_ = conn.execute(
+            "SELECT detail->>'command', detail->>'command_sha256', detail->'redactions', detail::text FROM audit_log"
+            " WHERE tenant_id = %s AND action = 'permission.decision'",
+            (tenant,),
+        ).fetchall()
+    for secret in POLICY_SECRETS:
+        assert secret not in str(whole), (secret, whole)
+    assert shown == (
+        "curl -u [REDACTED:email]:[REDACTED:cli_password] https://x; echo [REDACTED:email] [REDACTED:phone];"
+        " psql -c \"ALTER ROLE app PASSWORD '[REDACTED:password]'\""
+    )
+    assert redactions == {"cli_password": 1, "email": 2, "password": 1, "phone": 1}
+    assert digest == command_hash("shell", POLICY_COMMAND)
+    # The same command in a turn is stored the way the audit keeps it.
+    assert (await gateway.post("/v1/turns", json=turn(tenant, "s-cmd", POLICY_COMMAND))).status_code == 202
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
+    buffer = await gateway.get("/v1/sessions/s-cmd/buffer", params={"user_id": "user-1"})
+    assert buffer.status_code == 200, buffer.text
+    assert [t["content"] for t in buffer.json()["turns"]] == [shown]
+    for secret in POLICY_SECRETS:
+        assert secret not in buffer.text
+
+
+async def test_a_rules_description_and_pattern_follow_the_tenants_privacy_policy(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    assert (
+        await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": False})
+    ).status_code == 200
+    rule = {
+        "tool": "shell",
+        "effect": "BLOCK",
+        "pattern": r"ivan\@example\.com|PASSWORD 'Hunter2Secret\!'",
+        "description": f"block ivan@example.com, token {GHP} PASSWORD 'Hunter2Secret!'",
+    }
+    response = await gateway.post("/v1/permissions/rules", json=rule)
+    assert response.status_code == 201, response.text
+    [(whole, _)] = await _audited(stack, tenant, "permission.rule.create")
+    for secret in ("ivan@example", "ivan\\\\@example", "Hunter2Secret", GHP):
+        assert secret not in whole, (secret, whole)
+    assert "block [REDACTED:email], token [REDACTED:api_key] PASSWORD '[REDACTED:password]'" in whole
+    assert response.json()["pattern"] == rule["pattern"]  # the rule itself is kept as written
+
+
+async def test_a_tool_holding_personal_data_is_refused_under_the_policy(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """The tool follows the identifier rule at evaluate, allow-once and rules: a 422 naming it,
+    nothing audited — as a session id holding the same value is refused."""
+    assert (
+        await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": True})
+    ).status_code == 200
+    refused = [
+        ("/v1/permissions/evaluate", {"session_id": "s1", "tool": "bash-judy@example.com", "command": "ls"}),
+        ("/v1/permissions/evaluate", {"session_id": "s1", "tool": "tool-4155552671", "command": "ls"}),
+        ("/v1/permissions/evaluate", {"session_id": "s1", "tool": "tool-mia%40example.com", "command": "ls"}),
+        ("/v1/permissions/allow-once", {"session_id": "s1", "tool": "tool-leo@example.com", "command": "ls"}),
+        ("/v1/permissions/rules", {"tool": "tool-kim@example.com", "effect": "ALLOW", "pattern": "^ls$"}),
+        ("/v1/permissions/evaluate", {"session_id": "s1", "tool": "hvs.CAESIJlWZ3V4ZXhhbXBsZXRva2Vu", "command": "ls"}),
+    ]  # fmt: skip
+    for path, body in refused:
+        response = await gateway.post(path, json=body)
+        assert response.status_code == 422, (path, body, response.text)
+        assert [d["loc"][-1] for d in response.json()["error"]["details"]] == ["tool"], response.text
+        assert body["tool"] not in response.text
+    with stack.superuser_db() as conn:
+        audited = conn.execute("SELECT detail::text FROM audit_log WHERE tenant_id = %s", (tenant,)).fetchall()
+    for _, body in refused:
+        assert not any(str(body["tool"]) in str(detail) for (detail,) in audited)
+    # Without the policy, a tool named for a person is the tenant's business (as in a turn).
+    assert (
+        await gateway.put("/v1/tenant/privacy", json={"redact_email": False, "redact_phone": False})
+    ).status_code == 200
+    ok = await gateway.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "tool-4155552671", "command": "ls"}
+    )
+    assert ok.status_code == 200, ok.text

@@ -58,7 +58,7 @@ async def test_a_chained_command_is_allowed_only_when_every_part_is(gateway: htt
     block_rm = await add_rule(gateway, tool="shell", effect="BLOCK", pattern=r"\brm -rf\b")
     chained = await evaluate(gateway, "pytest --timeout=30 && rm -rf /tmp/data")
     assert (chained["decision"], chained["rule_id"]) == ("BLOCK", block_rm)
-    assert "rm -rf /tmp/data" in str(chained["reason"])
+    assert "(on fragment 2 of 2 of the command)" in str(chained["reason"]), "by position, never by its text"
     for hidden in ("pytest --timeout=30; echo $(rm -rf /)", "pytest --timeout=30 | `rm -rf /`", "rm\t-rf /",
                    "rm\u00a0-rf /", "\uff52\uff4d -rf /"):  # fmt: skip
         assert (await evaluate(gateway, hidden))["decision"] == "BLOCK", hidden
@@ -68,7 +68,7 @@ async def test_a_chained_command_is_allowed_only_when_every_part_is(gateway: htt
     assert (both["decision"], both["rule_id"]) == ("ALLOW", allow_pytest)
     quoted = await evaluate(gateway, "pytest --timeout=30 -k 'a; b'")
     assert (quoted["decision"], quoted["tier"]) == ("PENDING", "none"), "an operator cuts even inside quotes"
-    assert "b'" in str(quoted["reason"])
+    assert "no rule matches fragment 2 of 2 of the command" in str(quoted["reason"])
     redirected = await evaluate(gateway, "pytest --timeout=30 2>&1")
     assert (redirected["decision"], redirected["rule_id"]) == ("ALLOW", allow_pytest), "2>&1 is a redirection"
 

@@ -14,6 +14,11 @@ URL passwords holding ``/``, e-mail and phone forms under the tenant's policy; i
 refused at every endpoint (permissions included, and personal data under the policy); a
 turn that redaction would make too long refused (gateway) or dead-lettered (worker), never
 truncated; and a 4 MiB adversarial request that does not stall ``/healthz``.
+
+The third red team's, the same way: SQL password clauses, XML elements, YAML blocks, names and
+values separated by blanks (Dockerfile ``ENV``, .netrc), connection strings and ``*_KEY``
+names, .pgpass lines, webhook URLs, Vault tokens, numbers with any separator, secrets behind
+a fake placeholder, URL-encoded and IP-literal e-mail addresses — pinned and generated.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ from tests.strategies.secrets import (
     ATTACKER_EXAMPLES,
     RED_TEAM_EXAMPLES,
     RED_TEAM_PERSONAL,
+    SECRET_STRATEGIES,
+    THIRD_RED_TEAM_EXAMPLES,
+    THIRD_RED_TEAM_PERSONAL,
     Secret,
     cases,
     disguised,
@@ -53,7 +61,10 @@ CASES = ATTACKER_EXAMPLES + tuple(pinned(cases(), 24))
 ONE_LINE = [
     s
     for s in pinned(disguised(), 80)
-    if not any(c in s.text for c in "\n\t\r") and len(redact(s.text)[0]) <= 60 and s.kind != "private_key"
+    if not any(c in s.text for c in "\n\t\r")
+    and len(s.text) <= 60
+    and len(redact(s.text)[0]) <= 60
+    and s.kind != "private_key"
 ][:12]
 SESSION = "s-privacy"
 GHP = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
@@ -368,7 +379,7 @@ async def test_a_turn_that_redaction_would_make_too_long_is_refused_not_truncate
     response = await gateway.post("/v1/turns", json=tags)
     assert response.status_code == 422 and response.json()["error"]["details"][0]["loc"] == ["turns", "0", "tags", "0"]
     event = {"agent_id": "agent-1", "user_id": "user-1", "session_id": "s1", "skill": "deploy", "status": "failure",
-             "feedback": "pwd=a\n" * 660}  # fmt: skip
+             "feedback": "mysql" + " -pa" * 990}  # fmt: skip  # 3,965 characters; 25,745 redacted
     response = await gateway.post("/v1/tool-events", json=event)
     assert response.status_code == 422 and "redaction made it longer" in response.text
     # Fits once redacted: stored whole, its end included.
@@ -437,3 +448,47 @@ async def test_healthz_answers_while_a_4_mib_adversarial_request_is_redacted(
     assert took > 1.0, took  # long enough to matter
     assert max(gaps) < 1.0, (took, sorted(gaps)[-3:])
     assert len(during) > 10, (took, len(during))
+
+
+#: The new classes, generated (a fixed draw), in content, tags and metadata values.
+THIRD_CLASSES = ("sql_password", "xml", "yaml", "spaced", "key_name", "pgpass", "webhook", "vault", "placeholder_prefixed")  # fmt: skip
+THIRD_DRAWN = tuple(case for name in THIRD_CLASSES for case in pinned(cases(disguised(SECRET_STRATEGIES[name])), 3))
+
+
+async def test_the_third_red_teams_forms_are_stored_and_served_nowhere(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Each example and each generated variant as a turn's content (personal data with the
+    tenant's policy on) and as a metadata value; secrets behind fake placeholders in a tool
+    event's steps and feedback: nothing of them in any table, Redis, the turns topic or any
+    answer (search, context, buffer)."""
+    policy = await gateway.put("/v1/tenant/privacy", json={"redact_email": True, "redact_phone": True})
+    assert policy.status_code == 200, policy.text
+    examples = THIRD_RED_TEAM_EXAMPLES + THIRD_RED_TEAM_PERSONAL + THIRD_DRAWN
+    bodies = [turn(tenant, SESSION, case.text, metadata={"note": case.text}) for case in examples]
+    response = await gateway.post("/v1/turns", json={"turns": bodies})
+    assert response.status_code == 202, response.text
+    event = {
+        "agent_id": "agent-1", "user_id": "user-1", "session_id": SESSION, "skill": "deploy", "status": "failure",
+        "feedback": "ran: mysql -p[REDACTED:cli_password]zqEventMysql3 shop",
+        "steps": ["password=[REDACTED:foo]zqEventPw3", "CREATE USER app IDENTIFIED BY 'zqEventSql3'"],
+    }  # fmt: skip
+    assert (await gateway.post("/v1/tool-events", json=event)).status_code == 202
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == len(bodies) + 1)
+    await eventually(lambda: count_rows(stack, "episodes", tenant) >= len(bodies) + 1, timeout_s=30)
+    secrets = [case.secret for case in examples] + [
+        Secret("cli", "", needles=(n,)) for n in ("zqEventMysql3", "zqEventPw3", "zqEventSql3")
+    ]
+    stored, cached, ours, served = (
+        postgres_texts(stack, tenant), redis_texts(stack), await kafka_texts(stack, tenant), await api_texts(gateway)
+    )  # fmt: skip
+    cached = [(where, text) for where, text in cached if tenant in where]
+    assert cached and len(ours) == len(bodies) + 1
+    for kind in ("password", "connection_secret", "api_key", "national_id", "card_number", "email", "phone"):
+        assert any(f"[REDACTED:{kind}]" in text for _, text in ours), kind
+    assert found_in(stored, secrets) == []
+    assert found_in(cached, secrets) == []
+    assert found_in(ours, secrets) == [], "raw secrets reached Kafka"
+    assert found_in(served, secrets) == []
+    buffer = await gateway.get(f"/v1/sessions/{SESSION}/buffer", params={"user_id": "user-1"})
+    assert buffer.status_code == 200 and "[REDACTED:" in buffer.text

@@ -197,7 +197,7 @@ async def test_in_place_restores_lost_memory_and_changes_nothing_when_run_again(
     ref = SessionRef(tenant, "user-1", "user-1:s-1")
     async with buffers_of(stack) as buffers:
         kept = [t["event_id"] for t in await buffers.read(ref)]
-        assert kept and await buffers.forget(tenant, "user-1", [ref.session_id]) == 1
+        assert kept and await buffers.forget(tenant, "user-1") >= 1
         restored = await replay(stack, tenant, "in-place", buffers=True)
         assert restored.status == "done" and restored.digest == live
         assert [t["event_id"] for t in await buffers.read(ref)] == kept, "--buffers refills the buffer"

@@ -33,7 +33,7 @@ class Secret:
     #: ASCII strings that must appear neither in the output nor in its normalised view.
     needles: tuple[str, ...] = ()
     #: For numbers (cards, national ids, phones): no 8 of these digits in a row (all of them,
-    #: when there are fewer) may be left in the output's digits.
+    #: when there are fewer; not one digit repeated) may be left in the output's digits.
     digits: str = ""
 
 
@@ -53,6 +53,8 @@ def leaks(secret: Secret, output: str) -> list[str]:
         out_digits = "".join(ch for ch in views[1] if ch.isdigit())
         size = min(8, len(secret.digits))
         windows = {secret.digits[i : i + size] for i in range(len(secret.digits) - size + 1)}
+        # A window of one digit repeated (``00000000``) is in every timestamp and id: it says nothing.
+        windows = {w for w in windows if len(set(w)) > 1 or size < 8}
         found.extend(w for w in sorted(windows) if w in out_digits)
     return found
 
@@ -91,7 +93,7 @@ def _b64url(data: bytes) -> str:
 _CARD_PREFIXES = (("4", 16), ("4", 13), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15),
                   ("6011", 16), ("358", 16), ("62", 19), ("36", 14))  # fmt: skip
 CARD_SEPARATORS = ("", " ", ".", "-", "\u2013", "\u2014", "\u00a0", "  ", "\u2009", "\u202f", "\u3000", ". ", "\t", "\n",
-                   "\r\n")  # fmt: skip
+                   "\r\n", "_", "/", "+", ":", "|", "   ", " / ", ",")  # fmt: skip
 
 
 def card_number(prefix: str, length: int, body: str) -> str:
@@ -275,8 +277,9 @@ def jwts(draw: st.DrawFn) -> Secret:
 
 # --- national ids --------------------------------------------------------------------------------
 
-#: Separators inside written numbers: spaces, tabs, line breaks (and dashes where they are usual).
-NUMBER_SEPARATORS = (" ", "\t", "\n", "\r\n", "-")
+#: Separators inside written numbers: spaces, tabs, line breaks, dashes, and any other character
+#: that is no letter or digit (``536.22.1234``, ``536/22/1234``).
+NUMBER_SEPARATORS = (" ", "\t", "\n", "\r\n", "-", ".", "/", "_", "|", ":", "+")
 
 
 def thai_id(body: str) -> str:
@@ -287,17 +290,18 @@ def thai_id(body: str) -> str:
 
 @st.composite
 def national_ids(draw: st.DrawFn) -> Secret:
-    form = draw(st.sampled_from(("ssn", "nino", "thai", "thai_grouped")))
+    form = draw(st.sampled_from(("ssn", "ssn_mixed", "nino", "thai", "thai_grouped")))
     sep = draw(st.sampled_from(NUMBER_SEPARATORS))
-    if form == "ssn":
+    if form in ("ssn", "ssn_mixed"):
         area = draw(st.integers(1, 665).filter(lambda a: a != 666))
         digits = f"{area:03d}{draw(st.integers(1, 99)):02d}{draw(st.integers(1, 9999)):04d}"
-        return Secret("national_id", sep.join((digits[:3], digits[3:5], digits[5:])), digits=digits)
+        other = draw(st.sampled_from((*NUMBER_SEPARATORS, "  ", " - "))) if form == "ssn_mixed" else sep
+        return Secret("national_id", f"{digits[:3]}{sep}{digits[3:5]}{other}{digits[5:]}", digits=digits)
     if form == "nino":
         letters = draw(st.sampled_from(("AB", "CE", "JK", "ZY", "WT")))
         digits = draw(_token("0123456789", 6))
         suffix = draw(st.sampled_from("ABCD"))
-        sep = draw(st.sampled_from(("", " ", "-", "\t")))
+        sep = draw(st.sampled_from(("", " ", "-", "\t", ".", "/")))
         text = sep.join((letters, digits[:2], digits[2:4], digits[4:], suffix))
         return Secret("national_id", _case(text, draw(st.sampled_from(("upper", "lower")))), digits=digits)
     digits = thai_id(draw(_token("0123456789", 11)))
@@ -380,9 +384,15 @@ def command_lines(draw: st.DrawFn) -> Secret:
 
 @st.composite
 def emails(draw: st.DrawFn) -> Secret:
-    form = draw(st.sampled_from(("plain", "plus", "quoted", "idn", "localhost", "subdomain")))
+    form = draw(st.sampled_from(("plain", "plus", "quoted", "idn", "localhost", "subdomain", "url_encoded",
+                                 "url_encoded_plus", "html", "ip_literal", "ipv6_literal")))  # fmt: skip
     local = "zq" + draw(_token("abcdefghijklmnopqrstuvwxyz", 2, 10))
     text = {
+        "url_encoded": f"{local}%40example.com",
+        "url_encoded_plus": f"{local}%2Btag%40mail.example.org",
+        "html": f"{local}&#64;example.com",
+        "ip_literal": f"{local}@[192.168.1.1]",
+        "ipv6_literal": f"{local}@[IPv6:2001:db8::1]",
         "plain": f"{local}@example.com",
         "plus": f"{local}+tag@mail.example.co.uk",
         "quoted": f'"{local} doe"@example.com',
@@ -395,7 +405,7 @@ def emails(draw: st.DrawFn) -> Secret:
 
 @st.composite
 def phones(draw: st.DrawFn) -> Secret:
-    sep = draw(st.sampled_from((" ", "-", ".", "\t", "\n", "")))
+    sep = draw(st.sampled_from((" ", "-", ".", "\t", "\n", "", "/", "_")))
     form = draw(st.sampled_from(("nanp", "nanp_plain", "intl", "intl00", "fr", "uk", "th")))
     d = draw(_token("0123456789", 10))
     text = {
@@ -408,6 +418,166 @@ def phones(draw: st.DrawFn) -> Secret:
         "th": sep.join(("081", d[:3], d[3:7])) if sep else "081" + d[:3] + d[3:7],
     }[form]
     return Secret("phone", text, digits="".join(c for c in text if c.isdigit()))
+
+
+# --- the third red team: every way a name, a separator and a value are written ---------------
+
+#: A value that looks like a secret wherever it stands: letters, a digit and a symbol.
+_SECRET_VALUE = st.tuples(_token("abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", 3, 10), _token("0123456789", 1, 3),
+                          st.sampled_from("!#%*+._~-")).map(lambda t: f"zq{t[0]}{t[1]}{t[2]}")  # fmt: skip
+
+
+@st.composite
+def sql_passwords(draw: st.DrawFn) -> Secret:
+    """``CREATE USER … PASSWORD '…'``, ``ALTER ROLE … PASSWORD``, ``SET PASSWORD FOR … = …``,
+    ``IDENTIFIED BY``, in any case, alone or inside ``psql -c "…"``."""
+    value = draw(_SECRET_VALUE)
+    form = draw(st.sampled_from((
+        "CREATE USER app WITH PASSWORD '{v}';", "ALTER ROLE app PASSWORD '{v}'", "CREATE ROLE app LOGIN PASSWORD '{v}'",
+        "ALTER USER app WITH ENCRYPTED PASSWORD '{v}' VALID UNTIL 'infinity'", "SET PASSWORD FOR 'bob'@'localhost' = '{v}';",
+        "SET PASSWORD FOR bob = PASSWORD('{v}');", "SET PASSWORD = '{v}'", "CREATE USER bob IDENTIFIED BY '{v}';",
+        "ALTER USER bob IDENTIFIED BY {v};", "CREATE USER 'a'@'%' IDENTIFIED WITH mysql_native_password BY '{v}';",
+        "CREATE LOGIN app WITH PASSWORD = '{v}'", 'psql -c "ALTER ROLE app PASSWORD \'{v}\'"',
+        "CREATE USER app WITH PASSWORD \"{v}\"",
+    )))  # fmt: skip
+    text = form.format(v=value)
+    if draw(st.booleans()):
+        text = text.lower().replace(value.lower(), value)
+    return Secret("password", text, needles=(value,))
+
+
+#: Names of a secret as keys are written in files, XML, YAML and environments.
+SECRET_NAMES = ("password", "Password", "PASSWORD", "db.password", "secret", "api_key", "apiKey", "ApiSecret",
+                "DB_PASSWORD", "MYSQL_ROOT_PASSWORD", "client_secret", "auth_token", "privateKey")  # fmt: skip
+
+
+@st.composite
+def xml_secrets(draw: st.DrawFn) -> Secret:
+    """``<password>…</password>`` (namespaces, attributes, CDATA), ``<add key="…" value="…"/>``,
+    ``<entry key="…">…</entry>``, Hadoop's ``<name>…</name><value>…</value>``, attributes."""
+    name = draw(st.sampled_from(SECRET_NAMES))
+    tag = name.replace(".", "_")
+    value = draw(_SECRET_VALUE)
+    form = draw(
+        st.sampled_from(("element", "namespaced", "attributes", "cdata", "add", "entry", "hadoop", "attribute"))
+    )
+    text = {
+        "element": f"<{tag}>{value}</{tag}>",
+        "namespaced": f"<db:{tag}>{value}</db:{tag}>",
+        "attributes": f'<{tag} encrypted="false">\n  {value}\n</{tag}>',
+        "cdata": f"<{tag}><![CDATA[{value}]]></{tag}>",
+        "add": f'<add key="{name}" value="{value}" />',
+        "entry": f'<entry key="{name}">{value}</entry>',
+        "hadoop": f"<property>\n  <name>{name}</name>\n  <value>{value}</value>\n</property>",
+        "attribute": f'<user name="bob" {tag}="{value}"/>',
+    }[form]
+    return Secret("password", text, needles=(value,))
+
+
+@st.composite
+def yaml_values(draw: st.DrawFn) -> Secret:
+    """A YAML block scalar (``|``, ``>``, with chomping, indentation indicators or a tag) of one
+    or more lines; a Kubernetes env entry (``- name: DB_PASSWORD⏎  value: …``); JSON name/value."""
+    name = draw(st.sampled_from(SECRET_NAMES))
+    words = draw(st.lists(_SECRET_VALUE, min_size=1, max_size=3))
+    form = draw(st.sampled_from(("block", "listed_block", "k8s", "json_pair")))
+    if form in ("block", "listed_block"):
+        indicator = draw(st.sampled_from(("|", ">", "|-", ">-", "|+", ">2", "!vault |")))
+        indent = draw(st.sampled_from(("  ", "    ", "\t")))
+        lead = "- " if form == "listed_block" else ""
+        body = "\n".join(f"{lead and '  '}{indent}{w}" for w in words)
+        text = f"{lead}{name}: {indicator}\n{body}"
+    elif form == "k8s":
+        text = f"- name: {name}\n  value: {words[0]}"
+    else:
+        text = json.dumps({"name": name, "value": " ".join(words)})
+    return Secret("password", text, needles=tuple(words))
+
+
+@st.composite
+def spaced_values(draw: st.DrawFn) -> Secret:
+    """A name and its value separated by blanks only: a Dockerfile's ``ENV``, .netrc, .properties,
+    ``aws_secret_access_key wJalr…``, an .env-style ``NAME value`` line."""
+    value = draw(_SECRET_VALUE)
+    blank = draw(st.sampled_from((" ", "  ", "\t")))
+    form = draw(st.sampled_from((
+        "ENV MYSQL_ROOT_PASSWORD{b}{v}", "ENV DB_TOKEN{b}{v} more words", "MYSQL_ROOT_PASSWORD{b}{v}",
+        "aws_secret_access_key{b}{v}", "machine api.example.com login bob password{b}{v}",
+        "machine h\n  login bob\n  password{b}{v}", "spring.datasource.password{b}{v}", "setenv API_TOKEN{b}{v}",
+        "my password{b}{v} works", "the token{b}{v} expired", "PASSWORD{b}'{v}'", "secret{b}\"{v}\"",
+    )))  # fmt: skip
+    return Secret("password", form.format(b=blank, v=value), needles=(value,))
+
+
+_HEX = "0123456789abcdef"
+_B64 = _ALNUM + "+/"
+
+
+@st.composite
+def key_names(draw: st.DrawFn) -> Secret:
+    """Names that end in a key word or name a signature, with a long random value:
+    ``ENCRYPTION_KEY=…``, ``AccountKey=…`` in a connection string, ``?sig=…``, ``&key=…``."""
+    value = "zq" + draw(st.one_of(_token(_HEX, 30, 64), _token(_B64, 30, 60).map(lambda t: t + "1==")))
+    form = draw(st.sampled_from((
+        "ENCRYPTION_KEY={v}", "SIGNING_KEY: {v}", "RAILS_MASTER_KEY={v}", "jwt-signing-key={v}", '"masterKey": "{v}"',
+        "MASTERKEY={v}", "export ENCRYPTION_KEY={v}", "ENCRYPTION_KEY {v}",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={v};EndpointSuffix=core.windows.net",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={v}",
+        "https://acct.blob.core.windows.net/c/b?sv=2020-08-04&sp=r&sig={v}", "https://maps.example.com/api?key={v}&q=1",
+        "https://s3.example.com/b/o?X-Amz-Signature={v}", "https://x.example.com/cb?token={v}",
+    )))  # fmt: skip
+    return Secret("password", form.format(v=value), needles=(value[:20], value[-12:]))
+
+
+@st.composite
+def pgpass_lines(draw: st.DrawFn) -> Secret:
+    """``host:port:database:user:password`` (.pgpass)."""
+    value = draw(_SECRET_VALUE)
+    host = draw(st.sampled_from(("db", "localhost", "*", "db.example.com", "10.0.0.5")))
+    port = draw(st.sampled_from(("5432", "6432", "*")))
+    database = draw(st.sampled_from(("prod", "*", "app_db")))
+    user = draw(st.sampled_from(("app", "*", "postgres")))
+    return Secret("password", f"{host}:{port}:{database}:{user}:{value}", needles=(value,))
+
+
+@st.composite
+def webhook_urls(draw: st.DrawFn) -> Secret:
+    """Webhook and bot URLs whose path is the secret (Slack, Discord, Teams, Zapier, Telegram, Mattermost)."""
+    token = "zq" + draw(_token(_ALNUM, 24, 40))
+    form = draw(st.sampled_from((
+        "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/{t}", "https://hooks.slack.com/workflows/T01/A02/123/{t}",
+        "https://discord.com/api/webhooks/123456789012345678/{t}", "https://discordapp.com/api/webhooks/1234/{t}",
+        "https://acme.webhook.office.com/webhookb2/{t}@abc/IncomingWebhook/def/ghi",
+        "https://hooks.zapier.com/hooks/catch/123456/{t}/", "https://api.telegram.org/bot123456789:{t}/sendMessage",
+        "https://chat.example.com/hooks/{t}",
+    )))  # fmt: skip
+    return Secret("connection_secret", form.format(t=token), needles=(token,))
+
+
+@st.composite
+def vault_tokens(draw: st.DrawFn) -> Secret:
+    """HashiCorp Vault tokens: ``hvs.``/``hvb.``/``hvr.`` and the legacy ``s.`` + 24 characters."""
+    if draw(st.booleans()):
+        token = draw(st.sampled_from(("hvs.", "hvb.", "hvr."))) + "zq" + draw(_token(_ALNUM + "_-", 22, 90))
+    else:
+        body = draw(_token(_ALNUM, 21))
+        token = "s.Zq" + body + "7"  # 24 characters: upper and lower case and a digit
+    glue = draw(st.sampled_from(("", "VAULT_TOKEN=", "X-Vault-Token: ", "token ", "'")))
+    return Secret("api_key", f"{glue}{token}", needles=(token[2:],))
+
+
+@st.composite
+def placeholder_prefixed(draw: st.DrawFn) -> Secret:
+    """A secret behind a fake placeholder: ``password=[REDACTED:foo]Hunter2``, ``mysql -p[REDACTED:x]…``."""
+    value = draw(_SECRET_VALUE)
+    more = draw(_SECRET_VALUE)
+    fake = "[REDACTED:" + draw(st.sampled_from(("foo", "x", "password", "cli_password", "api_key"))) + "]"
+    form = draw(st.sampled_from((
+        "password={p}{v}", "mysql -u root -p{p}{v} shop", "PGPASSWORD={p}{v} psql", "password: {p} {v} {w}",
+        "token: {p}{v}", "--token {p}{v}", "postgres://u:{p}{v}@db/x", "sshpass -p {p}{v} ssh h",
+        '{{"api_key": "{p}{v}"}}', "curl -u admin:{p}{v} https://x", "password={p}{p}{v}", "<password>{p}{v}</password>",
+    )))  # fmt: skip
+    return Secret("password", form.format(p=fake, v=value, w=more), needles=(value,))
 
 
 PERSONAL_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {"email": emails(), "phone": phones()}
@@ -428,6 +598,15 @@ SECRET_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {
     "glued_key_value": glued_key_values(),
     "long_value": long_values(),
     "command_line": command_lines(),
+    "sql_password": sql_passwords(),
+    "xml": xml_secrets(),
+    "yaml": yaml_values(),
+    "spaced": spaced_values(),
+    "key_name": key_names(),
+    "pgpass": pgpass_lines(),
+    "webhook": webhook_urls(),
+    "vault": vault_tokens(),
+    "placeholder_prefixed": placeholder_prefixed(),
 }
 secrets = st.one_of(*SECRET_STRATEGIES.values())
 
@@ -626,4 +805,73 @@ RED_TEAM_PERSONAL: tuple[Case, ...] = (
     _digits_case("call 0044 20 7946 0958 today", "00442079460958"),
     _digits_case("appelle le 06 12 34 56 78 demain", "0612345678"),
     _digits_case("call 415\t555\t2671 today", "4155552671"),
+)
+
+
+# --- the third red team's examples (each class is also drawn by a strategy above) ---------------
+
+_HUNTER = "Hunter2Secret!"
+
+#: Secrets that passed the filter (stored and served raw): SQL, XML, YAML blocks, blank-separated
+#: names, .netrc, connection strings, ``*_KEY`` names, .pgpass, webhooks, Vault, numbers with other
+#: separators, and secrets behind a fake placeholder.
+THIRD_RED_TEAM_EXAMPLES: tuple[Case, ...] = (
+    _needles("password", "CREATE USER app WITH PASSWORD 'Hunter2Secret!';", _HUNTER),
+    _needles("password", "ALTER ROLE app PASSWORD 'Hunter2Secret!'", _HUNTER),
+    _needles("password", "SET PASSWORD FOR 'bob'@'localhost' = 'Hunter2Secret!';", _HUNTER),
+    _needles("password", "CREATE USER bob IDENTIFIED BY 'Hunter2Secret!';", _HUNTER),
+    _needles(
+        "password",
+        "psql -c \"ALTER ROLE app PASSWORD 'Hunter2Secret!'\"; echo ok",
+        _HUNTER,
+    ),
+    _needles("password", "<password>Hunter2Secret!</password>", _HUNTER),
+    _needles("password", '<add key="ApiSecret" value="Hunter2Secret!"/>', _HUNTER),
+    _needles("password", "password: |\n    Hunter2Secret!\nnext: 1", _HUNTER),
+    _needles("password", "db:\n  password: >\n    correct horse\n    Hunter2Secret!\n  user: app", _HUNTER, "correct"),
+    _needles("password", "ENV MYSQL_ROOT_PASSWORD Hunter2Secret!", _HUNTER),
+    _needles("password", "MYSQL_ROOT_PASSWORD changeme", "changeme"),
+    _needles("password", "machine api.example.com login bob password Hunter2Secret!", _HUNTER),
+    _needles(
+        "password",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9v==;"
+        "EndpointSuffix=core.windows.net",
+        "Zm9vYmFyYmF6cXV4Zm9v",
+    ),
+    _needles("password", "SharedAccessKey=Zm9vYmFyYmF6cXV4Zm9vYmFy4=", "Zm9vYmFyYmF6cXV4Zm9v"),
+    _needles("password", "ENCRYPTION_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5", "a3f1c9d2e4b5a6c7d8e9"),
+    _needles("password", "SIGNING_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5", "a3f1c9d2e4b5a6c7d8e9"),
+    _needles("password", "RAILS_MASTER_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5", "a3f1c9d2e4b5a6c7d8e9"),
+    _needles("password", "aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    _needles("password", "db:5432:prod:app:Hunter2Secret!", _HUNTER),
+    _needles(
+        "connection_secret",
+        "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+        "XXXXXXXXXXXXXXXXXXXXXXXX",
+    ),
+    _needles("connection_secret", "https://discord.com/api/webhooks/1234567890/zqDiscordWebhookToken1", "zqDiscord"),
+    _needles("password", "https://x.blob.core.windows.net/c/b?sv=2020&sig=abcdEFGH1234%2Bxyz%3D", "abcdEFGH1234"),
+    _needles("api_key", "vault hvs.CAESIJlWZ3V4ZXhhbXBsZXRva2VuZXhhbXBsZQ ok", "CAESIJlWZ3V4ZXhh"),
+    _needles("api_key", "vault s.Ab3dEfGhIjKlMnOpQrStUvWx ok", "Ab3dEfGhIjKlMnOpQrStUvWx"),
+    _digits_case("ssn 536.22.1234 ok", "536221234"),
+    _digits_case("ssn 536/22/1234 ok", "536221234"),
+    _digits_case("ssn 536-22 1234 ok", "536221234"),
+    _digits_case("card 4111_1111_1111_1111 ok", _CARD),
+    _digits_case("card 4111/1111/1111/1111 ok", _CARD),
+    _digits_case("card 4111+1111+1111+1111 ok", _CARD),
+    _digits_case("card 4111:1111:1111:1111 ok", _CARD),
+    _digits_case("card 4111|1111|1111|1111 ok", _CARD),
+    _digits_case("card 4111   1111   1111   1111 ok", _CARD),
+    _needles("password", "password=[REDACTED:foo]Hunter2Secret", "Hunter2Secret"),
+    _needles("cli", "mysql -p[REDACTED:cli_password]Hunter2", "Hunter2"),
+    _needles("cli", "PGPASSWORD=[REDACTED:x]Hunter2 psql", "Hunter2"),
+    _needles("password", "password: [REDACTED:password] correct horse battery staple", "correct", "staple"),
+)
+
+#: Personal data under the policy: URL-encoded and IP-literal e-mail addresses.
+THIRD_RED_TEAM_PERSONAL: tuple[Case, ...] = (
+    _needles("email", "write to alice%40example.com today", "alice"),
+    _needles("email", "write to alice%2Bx%40example.com today", "alice"),
+    _needles("email", "write to bob@[192.168.1.1] today", "bob@", "192.168"),
+    _digits_case("call 415/555/2671 today", "4155552671"),
 )

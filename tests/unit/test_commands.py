@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agents_gateway.commands import CUTS, MAX_PARTS, normalise, parts
+from agents_gateway.commands import CUTS, MAX_PARTS, analyse, expansion, normalise, parts
 
 
 @pytest.mark.parametrize(
@@ -139,3 +139,104 @@ def test_every_fragment_is_free_of_operators_but_redirections(line: str) -> None
                 continue
             assert ch not in CUTS, (line, part)
             assert not any(c in CUTS for c in unicodedata.normalize("NFKC", ch)), (line, part)
+
+
+# --- expansions, and what an ALLOW rule must name (security finding 4) ------------------------
+
+#: The second red team's lines (README only): no cut character, yet bash 5.2 ran the command
+#: each one hides (``${x@P}`` prompt expansion, ANSI-C quoting, arithmetic on an array subscript).
+EXPANDED = [
+    r"pytest --timeout=30 ${x:=\\044\\050id\\051} ${x@P}",
+    r"pytest ${x:=$'\x24\x28echo PWNED \x3e /tmp/rt/pwned\x29'} ${x@P}",
+    r"pytest ${x:=$'a[\x24\x28echo PWNED2 \x3e /tmp/rt/pwned2\x29]'} ${PATH:x}",
+    r"pytest $[${y:=$'a[\x24\x28echo PWNED3 \x3e /tmp/rt/pwned3\x29]'}]",
+]
+
+
+@pytest.mark.parametrize("line", EXPANDED)
+def test_the_red_teams_expansions_are_one_fragment_that_holds_an_expansion(line: str) -> None:
+    (part,) = parts(line)  # nothing to cut: what bash runs is hidden in an expansion
+    assert expansion(part) == "$"
+
+
+@pytest.mark.parametrize(
+    ("part", "found"),
+    [
+        ("pytest ${x@E}", "$"),
+        ("pytest ${!x}", "$"),
+        ("pytest $'\\x3b' evilcmd", "$"),
+        ('pytest $"x"', "$"),
+        ("pytest ${IFS}evilcmd", "$"),
+        ("pytest $HOME", "$"),
+        ("pytest '$x'", "$"),  # quotes do not matter, as for cuts
+        ("pytest $", "$"),  # what is left of ``$(…)``
+        ("echo `", "`"),  # what is left of a backtick substitution
+        ("pytest !!", "!"),  # history expansion
+        ("pytest !-1", "!"),
+        ('git commit -m "fix!"', "!"),
+        ("pytest --timeout=30", None),
+        ("[ ! -f x ]", None),
+        ("[[ a != b ]]", None),
+        ("echo hi!", None),
+        ("pytest tests/*.py ~/x {a,b}", None),  # globs, tildes and braces run nothing
+    ],
+)
+def test_expansion_finds_where_a_shell_could_run_code(part: str, found: str | None) -> None:
+    assert expansion(part) == found
+
+
+def test_a_full_width_dollar_is_an_expansion_to_the_rules() -> None:
+    # Bash does not expand it; NFKC makes it ``$``, and the engine errs on the side of a human.
+    (part,) = parts("pytest \uff04{x@P}")
+    assert expansion(part) == "$"
+
+
+def test_what_an_allow_rule_must_name_replaced_by_neutral_words() -> None:
+    assert analyse("pytest --timeout=30").unnamed == (("program", "program --timeout=30"),)
+    assert analyse("bash -c evilcmd pytest").unnamed == (("program", "program -c evilcmd pytest"),)
+    assert analyse("LD_PRELOAD=/x.so A[1]+=2 pytest -q").unnamed == (
+        ("program", "LD_PRELOAD=/x.so A[1]+=2 program -q"),
+        ("assignments", "NAME=value NAME=value pytest -q"),
+    )
+    assert analyse("env -i sh -c evilcmd").unnamed == (
+        ("program", "program -i sh -c evilcmd"),
+        ("runner", "env -i word -c evilcmd"),
+    )
+    assert analyse("find . -exec evilcmd {} +").unnamed[1] == ("runner", "find . word evilcmd {} +")
+    # Redirections (and their targets) before the program are not the program.
+    assert analyse("> out 2>&1 <in make test").unnamed == (("program", "> out 2>&1 <in program test"),)
+    assert analyse("make=1 evilcmd").unnamed == (
+        ("program", "make=1 program"),
+        ("assignments", "NAME=value evilcmd"),
+    )
+    # A part that is the neutral word already gets another.
+    assert analyse("program x").unnamed == (("program", "command x"),)
+    assert analyse("> out").unnamed == ()
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["sh", "bash", "/bin/bash", "/usr/bin/env", "'ba''sh'", '"zsh"', "b\\ash", "bash5.2", "zsh-5.9", "BASH",
+     "/bin/ba?h", "/bin/b[a]sh", "{ba,}sh", "busybox", "-exec", "-execdir", "-ok", "-okdir"],
+)  # fmt: skip
+def test_a_word_that_names_a_shell_in_any_spelling_must_be_named(word: str) -> None:
+    kinds = [kind for kind, _ in analyse(f"xargs -n1 {word} -c evilcmd").unnamed]
+    assert kinds == (["program"] if word == "/usr/bin/env" else ["program", "runner"]), word
+
+
+@pytest.mark.parametrize("word", ["pytest", "tests/test_sh.py", "shell", "-x", "*.py", "push"])
+def test_other_words_need_not_be_named(word: str) -> None:
+    assert [kind for kind, _ in analyse(f"git {word}").unnamed] == ["program"]
+
+
+@settings(derandomize=True, max_examples=300)
+@given(st.lists(_ALPHABET | st.sampled_from(["sh", "bash", "X=1", "-exec", "> f", "2>&1", "pytest", "!"]), max_size=12))
+def test_every_part_an_allow_rule_must_name_is_replaced(words: list[str]) -> None:
+    """Whatever the line, each fragment's replaced texts differ from it (so a pattern that
+    needs the part stops matching), and a fragment with ``$`` or a backtick has an expansion."""
+    for part in parts(" ".join(words)):
+        fragment = analyse(part)
+        assert all(replaced != part for _, replaced in fragment.unnamed), (part, fragment)
+        assert len({kind for kind, _ in fragment.unnamed}) == len(fragment.unnamed)
+        if "$" in part or "`" in part:
+            assert fragment.expansion is not None, part

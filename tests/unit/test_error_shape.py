@@ -2,6 +2,7 @@
 text/plain page), and a value the store refuses is the caller's 422."""
 
 import httpx
+import orjson
 import psycopg
 from fastapi import FastAPI
 
@@ -41,3 +42,11 @@ def test_an_audit_detail_with_any_number_jsonb_holds_is_relayed() -> None:
     assert detail_json({"decay_half_life_days": 10**20, "x": [1.5, None]}) == (
         '{"decay_half_life_days": 100000000000000000000, "x": [1.5, null]}'
     )
+
+
+def test_a_tool_events_steps_always_fit_their_metadata_value() -> None:
+    from agents_gateway.models import MAX_STEP_CHARS, MAX_STEPS
+    from schemas.turns import MAX_METADATA_VALUE_CHARS
+
+    worst = orjson.dumps(['"' * MAX_STEP_CHARS] * MAX_STEPS)  # every character escaped
+    assert len(worst) <= MAX_METADATA_VALUE_CHARS

@@ -19,7 +19,7 @@ from memstream.privacy import (
     thai_id_ok,
 )
 from schemas.codec import turn_event_codec
-from schemas.turns import problems
+from schemas.turns import MAX_METADATA_VALUE_CHARS, problems
 from streams.decoding import decode_events
 from streams.metrics import WorkerMetrics
 from streams.retry import Backoff
@@ -256,12 +256,13 @@ def test_nothing_is_cut_to_fit_and_what_grew_past_a_limit_is_named() -> None:
     tag = "x" * 55 + " pwd=a"  # 61 characters; with the placeholder 79
     content = "STARTMARKER\n" + "pwd=a\n" * 5000 + "ENDMARKER the deploy key rotation is on friday"
     assert len(content) == 30_058
-    before = TurnText(content, "pwd=a", (tag, "ok"), {"k": "v", "note": "pwd=a " * 600})
+    pairs = MAX_METADATA_VALUE_CHARS // 6  # a value at its limit as sent, four times as long redacted
+    before = TurnText(content, "pwd=a", (tag, "ok"), {"k": "v", "note": "pwd=a " * pairs})
     after, found = redact_turn(before.content, tool_name=before.tool_name, tags=before.tags, metadata=before.metadata)
-    assert sum(found.values()) == 5000 + 1 + 1 + 600
+    assert sum(found.values()) == 5000 + 1 + 1 + pairs
     assert after.content.startswith("STARTMARKER") and after.content.endswith("rotation is on friday")
     assert after.tags[0] == "x" * 55 + " pwd=[REDACTED:password]" and after.tags[1] == "ok"
-    assert after.metadata["note"].count("[REDACTED:") == 600
+    assert after.metadata["note"].count("[REDACTED:") == pairs
     grown = grown_past_limits(before, after, max_content_chars=32_000)
     assert [where for where, _ in grown] == [("content",), ("tags", "0"), ("metadata", "1", "value")]
     for _, message in grown:
@@ -543,3 +544,230 @@ async def test_the_worker_dead_letters_what_redaction_would_make_too_long_and_ne
     assert "content is 120058 characters once redacted" in reasons[0] and "hunter2" not in reasons[1]
     assert "tag 0 is" in reasons[1]
     assert "user_id is or contains personal data (email)" in reasons[2] and "alice" not in reasons[2]
+
+
+# --- the third red team: separators, placeholders, the audit's policy --------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # SQL password clauses
+        ("CREATE USER app WITH PASSWORD 'Hunter2Secret!';", "CREATE USER app WITH PASSWORD '[REDACTED:password]';"),
+        ("ALTER ROLE app PASSWORD 'Hunter2Secret!'", "ALTER ROLE app PASSWORD '[REDACTED:password]'"),
+        (
+            "SET PASSWORD FOR 'bob'@'localhost' = 'Hunter2Secret!';",
+            "SET PASSWORD FOR 'bob'@'localhost' = '[REDACTED:password]';",
+        ),
+        ("SET PASSWORD FOR bob = PASSWORD('Hunter2Secret!');", "SET PASSWORD FOR bob = PASSWORD('[REDACTED:password]');"),
+        ("CREATE USER bob IDENTIFIED BY 'Hunter2Secret!';", "CREATE USER bob IDENTIFIED BY '[REDACTED:password]';"),
+        ("ALTER USER bob IDENTIFIED BY tiger;", "ALTER USER bob IDENTIFIED BY [REDACTED:password];"),
+        (
+            "CREATE USER 'a'@'%' IDENTIFIED WITH caching_sha2_password BY 'Hunter2Secret!';",
+            "CREATE USER 'a'@'%' IDENTIFIED WITH caching_sha2_password BY '[REDACTED:password]';",
+        ),
+        # XML elements and attributes named for a secret
+        ("<password>Hunter2Secret!</password>", "<password>[REDACTED:password]</password>"),
+        ('<db:secret encrypted="no">Hunter2Secret!</db:secret>', '<db:secret encrypted="no">[REDACTED:password]</db:secret>'),
+        ("<password><![CDATA[Hunter2 Secret]]></password>", "<password><![CDATA[[REDACTED:password]]]></password>"),
+        ('<add key="ApiSecret" value="Hunter2Secret!"/>', '<add key="ApiSecret" value="[REDACTED:password]"/>'),
+        ('<entry key="db.password">Hunter2Secret!</entry>', '<entry key="db.password">[REDACTED:password]</entry>'),
+        (
+            "<property><name>db.password</name><value>Hunter2Secret!</value></property>",
+            "<property><name>db.password</name><value>[REDACTED:password]</value></property>",
+        ),
+        # name/value pairs, YAML blocks, blank-separated names
+        ("- name: DB_PASSWORD\n  value: Hunter2Secret!", "- name: DB_PASSWORD\n  value: [REDACTED:password]"),
+        ('{"name": "API_TOKEN", "value": "Hunter2Secret!"}', '{"name": "API_TOKEN", "value": "[REDACTED:password]"}'),
+        ("password: |\n    Hunter2Secret!\n    second line\nnext: 1", "password: |\n    [REDACTED:password]\nnext: 1"),
+        ("db:\n  password: >-\n    Hunter2Secret!\n  user: app", "db:\n  password: >-\n    [REDACTED:password]\n  user: app"),
+        ("ENV MYSQL_ROOT_PASSWORD Hunter2Secret!", "ENV MYSQL_ROOT_PASSWORD [REDACTED:password]"),
+        ("MYSQL_ROOT_PASSWORD changeme", "MYSQL_ROOT_PASSWORD [REDACTED:password]"),
+        ("spring.datasource.password Hunter2", "spring.datasource.password [REDACTED:password]"),
+        ("aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key [REDACTED:password]"),
+        ("**Password:** Hunter2 horse", "**Password:** [REDACTED:password]"),
+        ("password: `Hunter2 horse`", "password: `[REDACTED:password]`"),
+        # .netrc
+        (
+            "machine api.example.com login bob password Hunter2Secret!",
+            "machine api.example.com login bob password [REDACTED:password]",
+        ),
+        ("machine h\n  login bob\n  password hunter", "machine h\n  login bob\n  password [REDACTED:password]"),
+        # connection strings and *_KEY names
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFy4==;EndpointSuffix=x",
+            "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[REDACTED:password];EndpointSuffix=x",
+        ),
+        ("SharedAccessKeyName=Root;SharedAccessKey=Zm9vYmFyYmF6cXV4Zm9vYmFy=", "SharedAccessKeyName=Root;SharedAccessKey=[REDACTED:password]"),
+        ("ENCRYPTION_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5", "ENCRYPTION_KEY=[REDACTED:password]"),
+        ("SIGNING_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5", "SIGNING_KEY=[REDACTED:password]"),
+        ("RAILS_MASTER_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5", "RAILS_MASTER_KEY=[REDACTED:password]"),
+        # .pgpass
+        ("db:5432:prod:app:Hunter2Secret!", "db:5432:prod:app:[REDACTED:password]"),
+        ("*:*:*:postgres:Hunter2", "*:*:*:postgres:[REDACTED:password]"),
+        # secret-bearing URLs
+        (
+            "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+            "https://hooks.slack.com/services/[REDACTED:connection_secret]",
+        ),
+        (
+            "https://discord.com/api/webhooks/123456789012345678/abcdefghijklmnopqrstuvwxyz0123456789",
+            "https://discord.com/api/webhooks/[REDACTED:connection_secret]",
+        ),
+        ("https://x.example.com/cb?token=abcdef123456&x=1", "https://x.example.com/cb?token=[REDACTED:password]&x=1"),
+        ("https://x.blob.core.windows.net/c?sv=2020&sig=abcdEFGH1234%2Bxyz%3D", "https://x.blob.core.windows.net/c?sv=2020&sig=[REDACTED:password]"),
+        ("https://maps.example.com/api?key=AbCdEf0123456789xyz&q=1", "https://maps.example.com/api?key=[REDACTED:password]&q=1"),
+        # Vault
+        ("vault hvs.CAESIJlWZ3V4ZXhhbXBsZXRva2VuZXhhbXBsZQ ok", "vault [REDACTED:api_key] ok"),
+        ("vault s.Ab3dEfGhIjKlMnOpQrStUvWx ok", "vault [REDACTED:api_key] ok"),
+        # numbers with other separators
+        ("ssn 536.22.1234 ok", "ssn [REDACTED:national_id] ok"),
+        ("ssn 536/22/1234 ok", "ssn [REDACTED:national_id] ok"),
+        ("ssn 536-22 1234 ok", "ssn [REDACTED:national_id] ok"),
+        ("card 4111_1111_1111_1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111/1111/1111/1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111+1111+1111+1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111:1111:1111:1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111|1111|1111|1111 ok", "card [REDACTED:card_number] ok"),
+        ("card 4111   1111   1111   1111 ok", "card [REDACTED:card_number] ok"),
+        # a value that starts with a placeholder is a value like any other
+        ("password=[REDACTED:foo]Hunter2Secret", "password=[REDACTED:password]"),
+        ("mysql -p[REDACTED:cli_password]Hunter2", "mysql -p[REDACTED:cli_password]"),
+        ("PGPASSWORD=[REDACTED:x]Hunter2 psql", "PGPASSWORD=[REDACTED:secret_variable] psql"),
+        ("password: [REDACTED:password] correct horse battery staple", "password: [REDACTED:password]"),
+        ("https://[REDACTED:x]:Hunter2@host/x", "https://[REDACTED:connection_secret]@host/x"),
+        # more of each class: SQL literals, escaped closing tags, YAML anchors, other separators
+        ("ALTER USER app WITH PASSWORD E'Hunter2Secret!'", "ALTER USER app WITH PASSWORD E'[REDACTED:password]'"),
+        ("CREATE ROLE app PASSWORD $pw$Hunter2Secret!$pw$", "CREATE ROLE app PASSWORD $pw$[REDACTED:password]$pw$"),
+        ("SELECT PASSWORD('Hunter2Secret!');", "SELECT PASSWORD('[REDACTED:password]');"),
+        ('{"cfg": "<password>Hunter2Secret!<\\/password>"}', '{"cfg": "<password>[REDACTED:password]<\\/password>"}'),
+        ("password: &pw Hunter2Secret!", "password: &pw [REDACTED:password]"),
+        ("| password | Hunter2Secret! |", "| password | [REDACTED:password] |"),
+        ("password -> Hunter2Secret!", "password -> [REDACTED:password]"),
+        ("card 4111-1111_1111-1111 ok", "card [REDACTED:card_number] ok"),
+        ("APP_KEY=base64:Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4", "APP_KEY=[REDACTED:password]"),
+        ("X-Goog-Signature=0a1b2c3d4e5f60718293a4b5c6d7e8f9", "X-Goog-Signature=[REDACTED:password]"),
+    ],
+)  # fmt: skip
+def test_the_third_red_teams_examples_are_redacted(text: str, expected: str) -> None:
+    out, found = redact(text)
+    assert out == expected
+    assert found
+    assert redact(out) == (out, {})
+    assert redact(out, ALL) == (out, {})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("write to alice%40example.com ok", "write to [REDACTED:email] ok"),
+        ("write to alice%2Bx%40example.com ok", "write to [REDACTED:email] ok"),
+        ("write to bob@[192.168.1.1] ok", "write to [REDACTED:email] ok"),
+        ("write to bob&#64;example.com ok", "write to [REDACTED:email] ok"),
+        ("write to alice%2540example.com ok", "write to [REDACTED:email] ok"),
+        ("call 415/555/2671 ok", "call [REDACTED:phone] ok"),
+    ],
+)
+def test_the_third_red_teams_personal_data_under_the_policy(text: str, expected: str) -> None:
+    assert redact(text, ALL)[0] == expected
+    assert redact(text) == (text, {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password=[REDACTED:x]",
+        "password: [REDACTED:password] [REDACTED:api_key]",
+        '{"token": "[REDACTED:password]", "ok": true}',
+        '["ok","PASSWORD: [REDACTED:password]"]',
+        "mysql -p[REDACTED:cli_password] shop",
+        "https://[REDACTED:api_key]@github.com/o/r",
+    ],
+)
+def test_what_is_placeholders_only_is_left_alone(text: str) -> None:
+    """Idempotence: a value that is exactly placeholders (and separators) stays as it is."""
+    assert redact(text, ALL) == (text, {})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the issue was identified by the team",
+        "the password field must not be empty; password reset is required",
+        "max token 128000, token 4096, OAuth 2.0 tokens",
+        "password VARCHAR(255) NOT NULL",
+        "must pass (PatternError says why not)",
+        "mysql --password --user=root",
+        "primary_key=user_id_created_at_2024 sort_key: created_at_desc_2024 partition_key=tenant_id",
+        "cache_key=user:1:profile:settings public_key=AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoq",
+        "monkey=banana123456789012345 signature: John Doe Signature=abc",
+        "ENCRYPTION_KEY=changeme SIGNING_KEY=/run/secrets/signing.pem",
+        "fe80:1111:2222:3333:4444:5555:6666:7777 at 12:30:45 on 2024-01-15",
+        "prices 536, 22, 1234 today",
+        "| 10,000 | /v1/search | 62 / 81 / 113 | 693 / 900 / 973 (22.9) |",
+        "see https://github.com/o/r/settings/hooks/new",
+        "replace <token> with your token; <password/>",
+        "ENV PATH /usr/bin; ENV PASSWORD_FILE /run/pw",
+        "Set the password for the account",
+    ],
+)
+def test_what_the_new_forms_look_like_but_is_not_a_secret_is_left_alone(text: str) -> None:
+    assert redact(text, ALL) == (text, {})
+
+
+@pytest.mark.parametrize(
+    ("record", "policy", "refused"),
+    [
+        ({"tool": "bash-judy@example.com"}, PrivacyPolicy(redact_email=True), ["tool"]),
+        ({"tool": "tool-kim@example.com"}, ALL, ["tool"]),
+        ({"tool": "tool-4155552671"}, PrivacyPolicy(redact_phone=True), ["tool"]),
+        ({"tool": "tool-leo%40example.com"}, PrivacyPolicy(redact_email=True), ["tool"]),
+        ({"session_id": "s-alice%40example.com"}, PrivacyPolicy(redact_email=True), ["session_id"]),
+        ({"tool": "bash-judy@example.com"}, PrivacyPolicy(), []),
+        ({"tool": "shell", "session_id": "s1"}, ALL, []),
+        ({"tool": "hvs.CAESIJlWZ3V4ZXhhbXBsZXRva2VuZXhhbXBsZQ"}, PrivacyPolicy(), ["tool"]),
+    ],
+)
+def test_a_permission_requests_tool_is_refused_like_any_identifier(
+    record: dict[str, Any], policy: PrivacyPolicy, refused: list[str]
+) -> None:
+    """The tool of evaluate, allow-once and rules follows the identifier rule: a secret always,
+    an e-mail address or a phone number when the tenant's policy redacts them."""
+    found = identifier_problems(record, policy, fields=tuple(record))
+    assert [field for field, _ in found] == refused
+    for _, message in found:
+        assert all(value not in message for value in record.values())
+
+
+_AUDITED = (
+    "curl -u frank@example.com:pw https://x; echo grace@example.com 415-555-2671;"
+    " psql -c \"ALTER ROLE app PASSWORD 'Hunter2Secret!'\""
+)
+
+
+def test_the_audit_follows_the_tenants_policy() -> None:
+    from agents_gateway.permissions import redact_command, rule_audit_detail
+
+    shown, found = redact_command(_AUDITED, ALL)
+    assert shown == (
+        "curl -u [REDACTED:email]:[REDACTED:cli_password] https://x; echo [REDACTED:email] [REDACTED:phone];"
+        " psql -c \"ALTER ROLE app PASSWORD '[REDACTED:password]'\""
+    )
+    assert found == {"email": 2, "phone": 1, "cli_password": 1, "password": 1}
+    assert redact_command(_AUDITED, ALL) == redact(_AUDITED, ALL)  # the same filter as turns
+    assert "frank@example.com" in redact_command(_AUDITED)[0]  # personal data only under the policy
+    detail, counts = rule_audit_detail(
+        project_id=None, tool="shell", effect="BLOCK", position=0,
+        pattern=r"^psql .*PASSWORD 'Hunter2Secret\!'|ivan@example\.com",
+        description="block ivan@example.com, token ghp_16C7e42F292c6912E7710c838347Ae178B4a PASSWORD 'Hunter2Secret!'",
+        policy=ALL,
+    )  # fmt: skip
+    assert detail["pattern"] == r"^psql .*PASSWORD '[REDACTED:password]'|[REDACTED:email]\.com"
+    # Escapes that hide a secret from the filter are read as what they match.
+    escaped, _ = rule_audit_detail(
+        project_id=None, tool="shell", effect="BLOCK", position=0, description="",
+        pattern=r"curl\s+-u\s+frank\@example\.com:Hunter2\!", policy=ALL,
+    )  # fmt: skip
+    assert escaped["pattern"] == "curl -u [REDACTED:email]:[REDACTED:cli_password]"
+    assert detail["description"] == ("block [REDACTED:email], token [REDACTED:api_key] PASSWORD '[REDACTED:password]'")
+    assert counts == {"email": 2, "password": 2, "api_key": 1}

@@ -84,6 +84,52 @@ CURATED: tuple[tuple[str, str], ...] = (
     ("full-width digits", "\uff11"),
     ("non-breaking spaces", "\u00a01"),
     ("zero-width", "4\u200b"),
+    # the third red team's forms: each new way a name, a separator and a value are written
+    ("xml open tags", "<password>"),
+    ("xml, no closing tag", "<password>a"),
+    ("xml namespaces", "<a:password "),
+    ("xml, long attributes", "<password " + "a" * 600),
+    ("cdata", "<password><![CDATA["),
+    ("name/value pairs", 'name="password" '),
+    ("name/value, yaml", "- name: DB_PASSWORD\n"),
+    ("name/value, values", 'key="secret" value='),
+    ("spaced names", "password "),
+    ("spaced names, values", "password Hunter2! "),
+    ("dockerfile env", "ENV A_PASSWORD "),
+    ("netrc", "login u password "),
+    ("sql, set password for", "SET PASSWORD FOR "),
+    ("sql, password calls", "password=PASSWORD('"),
+    ("sql, identified by", "identified by "),
+    ("yaml blocks", "password: |\n"),
+    ("yaml block lines", "password: |\n  a\n"),
+    ("backticks", "password: `"),
+    ("markdown names", "**password:** "),
+    ("key names", "A_KEY="),
+    ("key names, spaced", "a_key "),
+    ("signatures", "&sig="),
+    ("pgpass ports", "a:5432:"),
+    ("pgpass lines", "h:5432:d:u:"),
+    ("pgpass, no blanks", "=h:5432:d:u:p"),
+    ("webhooks", "hooks.slack.com/services/"),
+    ("vault tokens", "hvs."),
+    ("vault, legacy", "s.A"),
+    ("url-encoded at", "a%40"),
+    ("html at", "a&#64;"),
+    ("ip literals", "a@[1.1.1."),
+    ("ssn separators", "123/45/"),
+    ("ssn, mixed separators", "123-45 "),
+    ("card separators", "4_"),
+    ("card, three blanks", "4   "),
+    ("placeholders", "[REDACTED:x]"),
+    ("placeholder values", "password=[REDACTED:x]a "),
+    ("dollar quotes", "password $$"),
+    ("dollar quotes, tagged", "password $a$x"),
+    ("sql prefixed literals", "password E'"),
+    ("yaml anchors", "password: &a "),
+    ("table cells", "| password | "),
+    ("arrows", "password -> "),
+    ("double-encoded at", "a%2540"),
+    ("escaped closing tags", "<password>a<\\/"),
 )
 
 #: One example of what each detector finds: their prefixes make the generated families.
@@ -118,6 +164,27 @@ EXAMPLES: tuple[str, ...] = (
     "alice@example.com",
     "+1 415-555-0100",
     "06 12 34 56 78",
+    "CREATE USER app IDENTIFIED BY 'Hunter2Secret!'",
+    "ALTER ROLE app PASSWORD 'Hunter2Secret!'",
+    "SET PASSWORD FOR 'bob'@'localhost' = PASSWORD('Hunter2Secret!')",
+    '<db:password a="1">Hunter2Secret!</db:password>',
+    '<add key="ApiSecret" value="Hunter2Secret"/>',
+    "- name: DB_PASSWORD\n  value: Hunter2Secret",
+    "password: |\n    Hunter2Secret!\n",
+    "ENV MYSQL_ROOT_PASSWORD Hunter2Secret!",
+    "machine h login bob password Hunter2Secret!",
+    "AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6==;",
+    "RAILS_MASTER_KEY=a3f1c9d2e4b5a6c7d8e9f0a1b2c3d4e5",
+    "aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "db:5432:prod:app:Hunter2Secret!",
+    "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXX",
+    "hvs.CAESIJlWZ3V4ZXhhbXBsZXRva2VuZXhhbXBsZQ",
+    "s.Ab3dEfGhIjKlMnOpQrStUvWx",
+    "alice%2Bx%40example.com",
+    "bob@[192.168.1.1]",
+    "536.22.1234",
+    "4111_1111_1111_1111",
+    "password=[REDACTED:x]Hunter2Secret",
 )
 
 
@@ -162,8 +229,10 @@ def test_every_prefix_of_every_detectors_example_takes_linear_time() -> None:
 
 def test_the_audit_logs_commands_take_linear_time_too() -> None:
     """``redact_command`` is the same filter: hostile 8 KiB commands (the limit) are cheap."""
-    for unit in ("mysql -p", "sshpass -v", "--token ", "A=", "-H 'Cookie: ", "curl -u :", "'", "htpasswd -b "):
+    units = ("mysql -p", "sshpass -v", "--token ", "A=", "-H 'Cookie: ", "curl -u :", "'", "htpasswd -b ",
+             "PASSWORD '", "a@", "a%40", "h:5432:d:u:", "identified by ", "1 ")  # fmt: skip
+    for unit in units:
         command = _text(unit, 8192)
         started = time.process_time()
-        redact_command(command)
+        redact_command(command, ALL)
         assert time.process_time() - started < 0.5, unit

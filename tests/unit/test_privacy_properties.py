@@ -5,7 +5,8 @@ The strategies (``tests/strategies/secrets.py``) vary separators, case, Unicode 
 (full-width forms, other scripts' digits, non-breaking and other spaces, dashes,
 zero-width characters), gluing to a word, position in the text and JSON wrapping.
 Derandomized, so CI sees the same examples on every run; the security findings' own
-examples are always tried (``ATTACKER_EXAMPLES``, ``RED_TEAM_EXAMPLES``, ``RED_TEAM_PERSONAL``).
+examples are always tried (``ATTACKER_EXAMPLES``, ``RED_TEAM_EXAMPLES``, ``RED_TEAM_PERSONAL`` and
+the third red team's ``THIRD_RED_TEAM_EXAMPLES``, ``THIRD_RED_TEAM_PERSONAL``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from tests.strategies.secrets import (
     RED_TEAM_EXAMPLES,
     RED_TEAM_PERSONAL,
     SECRET_STRATEGIES,
+    THIRD_RED_TEAM_EXAMPLES,
+    THIRD_RED_TEAM_PERSONAL,
     Case,
     Secret,
     cases,
@@ -44,13 +47,13 @@ ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
 
 
 def with_attacker_examples(test: Callable[[Case], None]) -> Callable[[Case], None]:
-    for case in ATTACKER_EXAMPLES + RED_TEAM_EXAMPLES:
+    for case in ATTACKER_EXAMPLES + RED_TEAM_EXAMPLES + THIRD_RED_TEAM_EXAMPLES:
         test = example(case)(test)
     return test
 
 
 def with_personal_examples(test: Callable[[Case], None]) -> Callable[[Case], None]:
-    for case in RED_TEAM_PERSONAL:
+    for case in RED_TEAM_PERSONAL + THIRD_RED_TEAM_PERSONAL:
         test = example(case)(test)
     return test
 

@@ -19,17 +19,18 @@ from streams.tansu import (
     TansuTransport,
     adopt,
     consumer_class,
+    incarnation_group,
 )
 
 
-def worker_consumer(embedded: bool) -> tuple[Any, Any]:
+def worker_consumer(embedded: bool, *, cluster_id: str | None = None) -> tuple[Any, Any]:
     settings = Settings(
         kafka_bootstrap_servers="127.0.0.1:1",
         database_url="postgresql://u:p@127.0.0.1:1/db",
         redis_url="redis://127.0.0.1:1/0",
         embedded_broker=embedded,
     )
-    app = build_app(settings).app
+    app = build_app(settings, cluster_id=cluster_id).app
     thread = app.consumer._thread  # created with the consumer, never started
     try:
         return app, thread._create_worker_consumer(app.transport)
@@ -87,3 +88,13 @@ async def test_adopting_a_started_consumer_is_refused() -> None:
         adopt(consumer)
     consumer._fetcher = None
     await consumer.stop()
+
+
+async def test_on_the_embedded_broker_the_group_is_named_after_the_broker_incarnation() -> None:
+    assert incarnation_group("memstream", "memstream-1a2b") == "memstream@memstream-1a2b"
+    for cluster_id, group in (("memstream-1a2b", "memstream@memstream-1a2b"), (None, "memstream")):
+        _app, consumer = worker_consumer(True, cluster_id=cluster_id)
+        try:
+            assert consumer._group_id == group
+        finally:
+            await consumer.stop()
