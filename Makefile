@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test fuzz lint typecheck format bench-ingest demo clean
+.PHONY: run test test-fast fuzz lint typecheck format bench-ingest demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
+# The unit tests alone (no services): the loop to run while editing, under 30 s.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
 # Deeper, freshly seeded property tests of the gateway (the fuzz test and schemathesis): commit
 # what the fuzz test saves under tests/hypothesis-examples, and pin what either finds as a test.
 fuzz: $(STAMP)
@@ -28,6 +32,7 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

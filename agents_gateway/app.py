@@ -69,7 +69,7 @@ def create_app(settings: Settings) -> FastAPI:
         )
         embedder = build_embedder(settings)
         await pool.open(wait=False)
-        app.state.gateway = GatewayState(
+        state = app.state.gateway = GatewayState(
             settings=settings,
             producer=producer,
             pool=pool,
@@ -85,19 +85,18 @@ def create_app(settings: Settings) -> FastAPI:
             tokens=TokenCounter(),
             llm=build_llm(settings),
         )
-        state: GatewayState = app.state.gateway
         state.metrics.watch(
             caches=lambda: {"auth": state.auth, "tenant_settings": state.policies, "embedding": _cache(state.embedder)},
             llms=lambda: [state.llm],
         )
-        app.state.gateway.access.start()
+        state.access.start()
         try:
             yield
         finally:
             try:
-                await app.state.gateway.access.stop()
-                if app.state.gateway.llm is not None:
-                    await app.state.gateway.llm.aclose()
+                await state.access.stop()
+                if state.llm is not None:
+                    await state.llm.aclose()
                 await producer.close()
             finally:
                 await pool.close()

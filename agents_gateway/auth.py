@@ -19,6 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from starlette.requests import HTTPConnection
 
 from agents_gateway.errors import ApiError
+from agents_gateway.state import gateway_state
 from memstream.settings import Settings
 from schemas.turns import control_problem
 from sinks.postgres.api_keys import KeyRecord, lookup_key
@@ -239,7 +240,7 @@ def scoped(scope: Scope, *, tenant_wide: bool = False) -> Callable[[Request], Aw
         # Authenticated by the RequestGuard before the body was read (agents_gateway/limits.py).
         principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
         if principal is None:
-            principal = await request.app.state.gateway.auth.authenticate(request)
+            principal = await gateway_state(request).auth.authenticate(request)
         if scope not in principal.scopes:
             raise ApiError(403, "missing_scope", f"this key lacks the '{scope}' scope")
         if tenant_wide and principal.agent_id is not None:
@@ -250,7 +251,7 @@ def scoped(scope: Scope, *, tenant_wide: bool = False) -> Callable[[Request], Aw
             )  # fmt: skip
         check_parameters(request, principal)
         request.state.principal = principal
-        return principal  # type: ignore[no-any-return]
+        return principal
 
     dependency.__name__ = f"require_{scope}" + ("_tenant_wide" if tenant_wide else "")
     return dependency

@@ -31,6 +31,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from agents_gateway.auth import PRINCIPAL_SCOPE_KEY
 from agents_gateway.errors import error_response
+from agents_gateway.state import gateway_state
 from memstream.settings import Settings
 
 TURNS_PATH = "/v1/turns"
@@ -132,7 +133,8 @@ class RequestGuard:
         the error response, made by the app's own exception handlers (401, 429, 503, ...)."""
         app = scope["app"]
         try:
-            scope[PRINCIPAL_SCOPE_KEY] = await app.state.gateway.auth.authenticate(HTTPConnection(scope))
+            connection = HTTPConnection(scope)
+            scope[PRINCIPAL_SCOPE_KEY] = await gateway_state(connection).auth.authenticate(connection)
         except Exception as exc:
             handler = _handler_for(app, exc)
             if handler is None:

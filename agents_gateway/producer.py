@@ -13,9 +13,10 @@ from aiokafka.errors import KafkaError
 
 from memstream.errors import MemstreamError
 from schemas.codec import AvroCodec
+from schemas.topics import TURNS
 from schemas.turns import turn_key
 from streams.broker_reset import WATCH_INTERVAL_S, BrokerWatch
-from streams.topics import TURNS, ensure_topics
+from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class TurnProducer:
                     bootstrap_servers=self.bootstrap_servers,
                     acks="all",
                     linger_ms=2,
-                    # The embedded broker rejects InitProducerId v0 (FACTS.md); sinks are
+                    # The embedded broker rejects InitProducerId v0 (docs/embedded-broker.md); sinks are
                     # idempotent on event id, so producer retries cannot duplicate memory.
                     enable_idempotence=False,
                     max_request_size=self.max_request_bytes,

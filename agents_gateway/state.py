@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, cast
 
 import redis.asyncio as aioredis
+from fastapi import Depends
 from psycopg_pool import AsyncConnectionPool
+from starlette.requests import HTTPConnection
 
-from agents_gateway.auth import Authenticator
 from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
@@ -18,6 +20,9 @@ from memstream.tokens import TokenCounter
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import SessionBuffers
 from sinks.redis.event_claims import EventClaims
+
+if TYPE_CHECKING:  # auth reads the state through gateway_state
+    from agents_gateway.auth import Authenticator
 
 
 @dataclass
@@ -39,3 +44,12 @@ class GatewayState:
     tokens: TokenCounter
     #: For query decomposition by LLM (None without a Gemini key).
     llm: LLMClient | None
+
+
+def gateway_state(connection: HTTPConnection) -> GatewayState:
+    """The gateway's state, set up by the lifespan (``agents_gateway/app.py``)."""
+    return cast(GatewayState, connection.app.state.gateway)
+
+
+#: A route's parameter ``state: Gateway`` is the gateway's state (a FastAPI dependency).
+Gateway = Annotated[GatewayState, Depends(gateway_state)]

@@ -33,10 +33,10 @@ from agents_gateway.models import TurnIn
 from agents_gateway.routes.turns import to_records
 from bench.corpus import conversation_roles, turn_text
 from memstream.settings import Settings
-from memstream.stack.session import issue_key, stack_session
+from ops.stack.session import issue_key, stack_session
 from schemas.codec import turn_event_codec
+from schemas.topics import TURNS
 from schemas.turns import turn_key
-from streams.topics import TURNS
 
 
 def make_batches(tenant: str, *, turns: int, sessions: int, batch: int, seed: int) -> list[dict[str, Any]]:

@@ -22,8 +22,9 @@ read path puts those turns near the top:
 
 Variants are query-string options of the search endpoint (``decay``, ``boosts``, ``mmr``,
 ``decompose``); RRF weights are stack settings (``--vector-weight``/``--text-weight``).
-The JSON on stdout carries the paper's DRAGON figures and the dataset README's measured
-baselines (the same metric, each question ranked against its own conversation's turns).
+The JSON on stdout carries the paper's DRAGON figures and baselines measured outside the
+pipeline on a development split, LoCoMo's first five conversations (the same metric, each
+question ranked against its own conversation's turns).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import re
 import statistics
 import sys
@@ -49,7 +51,7 @@ import orjson
 import psycopg
 
 from memstream.settings import Settings
-from memstream.stack.session import StackSession, issue_key, stack_session
+from ops.stack.session import StackSession, issue_key, stack_session
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +68,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "plain-rules": {"decay": "false", "boosts": "false", "mmr": "false", "decompose": "rules"},
 }
 PAPER_DRAGON = {"R@5": 56.7, "R@10": 66.2, "R@25": 76.7, "R@50": 82.7}
-#: Measured on the dev split outside the pipeline (shared/data/locomo/README.md), categories 1-4.
+#: Measured outside the pipeline on a development split (LoCoMo's first 5 conversations, categories 1-4):
+#: one turn per document, each question ranked against its own conversation's turns.
 README_BASELINES = {
     "bm25": {"R@5": 48.3, "R@10": 55.9, "R@25": 66.3, "R@50": 72.5},
     "all-MiniLM-L6-v2": {"R@5": 40.1, "R@10": 49.3, "R@25": 62.8, "R@50": 72.0},
@@ -97,13 +100,23 @@ class Corpus:
     unknown_evidence: int
 
 
-def default_data_path() -> Path:
-    repo = Path(__file__).resolve().parents[1]
-    for candidate in (repo.parent / "shared", repo / "shared"):
-        path = candidate / "data/locomo/locomo-dev.json"
-        if path.exists():
-            return path
-    return repo.parent / "shared/data/locomo/locomo-dev.json"
+#: Where LoCoMo comes from: it is not part of this repository (CC BY-NC 4.0).
+LOCOMO_SOURCE = (
+    "LoCoMo is not shipped with memstream (its licence is CC BY-NC 4.0). Download data/locomo10.json from "
+    "https://github.com/snap-research/locomo (Maharana et al., 2024: 10 conversations, ~1,990 questions) or use "
+    "any JSON list in its format (a subset of its conversations, say), and pass it with --data PATH "
+    "(or set MEMSTREAM_LOCOMO_DATA)"
+)
+
+
+def data_path(given: Path | None) -> Path:
+    """The LoCoMo file to read: ``--data``, else ``MEMSTREAM_LOCOMO_DATA``; a clear error when missing."""
+    path = given or (Path(os.environ["MEMSTREAM_LOCOMO_DATA"]) if os.environ.get("MEMSTREAM_LOCOMO_DATA") else None)
+    if path is None:
+        raise SystemExit(f"python -m bench.locomo: no data. {LOCOMO_SOURCE}.")
+    if not path.is_file():
+        raise SystemExit(f"python -m bench.locomo: {path} is not a file. {LOCOMO_SOURCE}.")
+    return path
 
 
 def safe_id(value: str) -> str:
@@ -305,7 +318,7 @@ def details(variant: str, ranked: Sequence[Ranked]) -> list[bytes]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.locomo", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=default_data_path(), help="a LoCoMo JSON file")
+    parser.add_argument("--data", type=Path, default=None, help=f"a LoCoMo JSON file. {LOCOMO_SOURCE}")
     parser.add_argument("--k", default="5,10,25,50", help="comma-separated cut-offs (at most 100)")
     parser.add_argument("--variants", default="default,plain,no-decay,no-mmr", help=f"of {', '.join(VARIANTS)}")
     parser.add_argument("--vector-weight", type=float, default=None, help="RRF weight of the vector list")
@@ -327,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [v for v in variants if v not in VARIANTS]:
         parser.error(f"--variants: unknown {', '.join(unknown)}; choose from {', '.join(VARIANTS)}")
 
+    args.data = data_path(args.data)
     corpus = load_corpus(args.data, end_at=None if args.original_times else datetime.now(UTC) - timedelta(minutes=1))
     turns = sum(len(t) for _, t, _ in corpus.conversations)
     log.info("%d conversations, %d turns, %d questions", len(corpus.conversations), turns, len(corpus.questions))

@@ -56,8 +56,8 @@ from bench.corpus import conversation_roles, turn_text
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.importance import importance
 from memstream.settings import Settings
-from memstream.stack.session import issue_key, stack_session
 from memstream.tokens import TokenCounter
+from ops.stack.session import issue_key, stack_session
 from schemas.turns import Role, Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.event_log import append_events

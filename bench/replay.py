@@ -42,7 +42,7 @@ import psycopg
 
 from bench.corpus import conversation_roles, turn_text
 from memstream.settings import Settings
-from memstream.stack.supervisor import EmbeddedStack
+from ops.stack.supervisor import EmbeddedStack
 from schemas.turns import Role, ToolStatus, Turn
 from sinks.postgres.event_log import append_events
 from sinks.postgres.maintenance import register_tenants

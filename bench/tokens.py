@@ -44,8 +44,8 @@ import orjson
 from agents_gateway.retrieval.context import TITLES
 from bench.conversation import PROJECT, RULES, SESSIONS, Turn, build_conversation
 from memstream.settings import Settings
-from memstream.stack.session import issue_key, stack_session
 from memstream.tokens import TokenCounter
+from ops.stack.session import issue_key, stack_session
 
 AGENT = "coding-agent"
 USER = "dev-alice"

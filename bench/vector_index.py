@@ -28,10 +28,10 @@ from pgvector.psycopg import register_vector_async
 from bench.corpus import turn_text
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.settings import Settings, VectorIndex
-from memstream.stack.supervisor import EmbeddedStack
+from ops.stack.supervisor import EmbeddedStack
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from sinks.postgres.retrieval import Filters, vector_candidates
+from sinks.postgres.queries.retrieval import Filters, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index
 
 TENANT = "bench"

@@ -16,8 +16,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from memstream.audit_follow import AuditFollower
-from memstream.audit_tail import as_json_line
+from ops.audit_follow import AuditFollower
+from ops.audit_tail import as_json_line
 
 
 async def main() -> None:

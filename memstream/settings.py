@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     batch_within_s: float = Field(default=0.05, gt=0)
     retry_initial_s: float = 0.2
     retry_max_s: float = 10.0
+    defect_attempts: int = Field(
+        default=5,
+        ge=1,
+        description="Tries of an error that is neither an outage nor bad data before the worker "
+        "stops as a code defect (exit status 70; the batch is consumed again after the restart).",
+    )
     worker_heartbeat_ttl_s: float = 10.0
     audit_relay_interval_s: float = Field(default=0.5, gt=0)
     worker_metrics_host: str = Field(default="127.0.0.1", description="Where a worker serves /metrics.")

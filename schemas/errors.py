@@ -1,12 +1,11 @@
-"""Errors of the event contract."""
+"""Errors of the event contract. ``schemas`` is the bottom layer (everything may import it,
+it imports nothing of ours), so its base error is its own."""
 
 from __future__ import annotations
 
-from memstream.errors import MemstreamError
 
-
-class SchemaError(MemstreamError):
-    """A schema is missing, malformed or incompatible."""
+class SchemaError(Exception):
+    """A schema is missing, malformed or incompatible (the base of this package's errors)."""
 
 
 class DecodeError(SchemaError, ValueError):

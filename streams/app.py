@@ -11,19 +11,19 @@ import psycopg_pool
 from aiokafka.errors import KafkaError
 
 from memstream.settings import Settings
-from schemas.codec import audit_record_codec, compaction_request_codec, turn_event_codec
+from schemas.codec import audit_record_codec, compaction_request_codec
 from schemas.faust_codec import register_faust_codecs
-from streams import heartbeat, monitoring, tansu
-from streams.agents.buffer import BufferStage
-from streams.agents.episodes import EpisodesStage
-from streams.agents.event_log import EventLogStage
-from streams.agents.ingest import register_ingest
+from streams import faust_agents, heartbeat, monitoring, tansu
 from streams.audit_relay import AuditRelay
 from streams.broker_reset import watch_broker
 from streams.compaction import CompactionRequests
 from streams.deadletter import DeadLetters
+from streams.defects import Defects
 from streams.resources import PipelineResources
-from streams.stage import SinkStage, StageContext
+from streams.stages.base import SinkStage, StageContext
+from streams.stages.buffer import BufferStage
+from streams.stages.episodes import EpisodesStage
+from streams.stages.event_log import EventLogStage
 from streams.topics import Topics, declare_topics
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None)
         value_serializer="raw",
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
-        # Tansu holds a new group's first JoinGroup for session-timeout / 2 (FACTS.md).
+        # Tansu holds a new group's first JoinGroup for session-timeout / 2 (docs/embedded-broker.md).
         broker_session_timeout=settings.broker_session_timeout_s,
         broker_heartbeat_interval=settings.broker_heartbeat_interval_s,
         topic_partitions=settings.topic_partitions,
@@ -71,23 +71,14 @@ def build_app(settings: Settings, *, cluster_id: str | None = None) -> Pipeline:
     app = faust_app(settings, app_id=settings.app_id, cluster_id=cluster_id)
     topics = declare_topics(app, partitions=settings.topic_partitions)
     resources = PipelineResources(settings)
-    ctx = StageContext(
-        codec=turn_event_codec(),
-        tokens=resources.tokens,
-        policies=resources.policies,
-        metrics=resources.metrics,
-        dead_letters=DeadLetters(topics.dlq, metrics=resources.metrics),
-        backoff=resources.backoff,
-        max_events=settings.batch_max_events,
-        within_s=settings.batch_within_s,
-        max_content_chars=settings.max_content_chars,
-    )
+    ctx = StageContext.of(resources, DeadLetters(topics.dlq, metrics=resources.metrics))
     stages: tuple[SinkStage, ...] = (
         EventLogStage(resources),
         EpisodesStage(resources),
         BufferStage(resources, CompactionRequests(topics.compaction, compaction_request_codec())),
     )
-    register_ingest(app, topics.turns, stages, ctx)
+    defects = Defects(resources.redis, settings.app_id, resources.metrics)
+    faust_agents.register(app, topics.turns, faust_agents.turns("ingest", stages, ctx), defects)
 
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)

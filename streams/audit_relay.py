@@ -20,7 +20,7 @@ import orjson
 from psycopg_pool import AsyncConnectionPool
 
 from schemas.codec import AvroCodec
-from sinks.postgres.audit import AuditRecord, records_by_seq
+from sinks.postgres.queries.audit import AuditRecord, records_by_seq
 from sinks.postgres.tenancy import act_as
 from streams.metrics import WorkerMetrics
 

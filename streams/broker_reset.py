@@ -1,11 +1,11 @@
 """A broker that comes back empty is a new log: the worker restarts itself in place.
 
-The embedded broker keeps nothing across a restart (FACTS.md). A worker that lives through
+The embedded broker keeps nothing across a restart (docs/embedded-broker.md). A worker that lives through
 one still holds positions and acknowledged offsets of the old log: Faust drops records whose
 offsets are below what it read before, its last commit loops on topics that no longer exist,
 and the consumer group has to be re-joined on a broker that has never heard of it. Rather
 than repair that state piece by piece inside Faust, the worker notices the new broker — every
-embedded broker starts with its own cluster id (``memstream/stack/broker.py``), and a real
+embedded broker starts with its own cluster id (``ops/stack/broker.py``), and a real
 Kafka cluster keeps its id for life — and replaces itself with a fresh copy of the same
 command (``os.execv``: same pid, so a supervisor or a test sees one process). The fresh copy
 re-creates the topics with their partition counts, joins the group from scratch and reads
@@ -24,12 +24,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import faust
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from memstream.errors import MemstreamError
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import Faust
+    import faust
 
 log = logging.getLogger(__name__)
 

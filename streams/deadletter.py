@@ -9,8 +9,8 @@ from typing import Any
 
 import faust
 
+from schemas import topics
 from schemas.errors import DecodeError
-from streams import topics
 from streams.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)

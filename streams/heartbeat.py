@@ -8,14 +8,17 @@ import os
 import socket
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import faust
 import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from memstream.settings import Settings
 from sinks.redis.keys import partitions_key, workers_key
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import Faust
+    import faust
 
 log = logging.getLogger(__name__)
 

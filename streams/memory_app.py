@@ -1,11 +1,12 @@
 """The long-term memory worker: a Faust app of its own (its own consumer group), so that
 extraction and summaries, which may wait on an LLM, never slow ingestion.
 
-Agents:
-- ``memory-turns`` (turns topic): fact extraction → ``memstream.facts.v1``; tool outcomes →
+Faust agents (``streams/faust_agents.py``):
+- ``turns`` (turns topic): fact extraction → ``memstream.facts.v1``; tool outcomes →
   skills and lessons;
 - ``facts`` (facts topic): embed and apply facts to versioned semantic memory and the graph;
 - ``summaries`` (compaction topic): fold sessions' overflow into their rolling summaries;
+- ``retries`` (retry topic): extract parked turns again once due (``streams/parking.py``);
 - timers: expiry, compaction and forgetting (``MEMSTREAM_MAINTENANCE_INTERVAL_S``).
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import cast
 
 import faust
 import psycopg
@@ -22,20 +22,19 @@ from aiokafka.errors import KafkaError
 
 from memstream.llm.base import LLMError
 from memstream.settings import Settings
-from schemas.codec import compaction_request_codec, fact_event_codec, turn_event_codec
-from streams import heartbeat, monitoring
-from streams.agents.extract import ExtractionStage, TopicFacts
-from streams.agents.facts import run_facts
-from streams.agents.procedures import ProcedureStage
-from streams.agents.summaries import run_summaries
+from schemas.codec import compaction_request_codec, fact_event_codec
+from streams import faust_agents, heartbeat, monitoring
 from streams.app import faust_app
 from streams.broker_reset import watch_broker
 from streams.deadletter import DeadLetters
+from streams.defects import Defects
 from streams.heartbeat import memory_app_name
 from streams.maintenance import Maintainer
-from streams.parking import ParkingExtraction, RetryParking, retry_topic, run_retries
+from streams.parking import ParkingExtraction, RetryParking, retry_topic
 from streams.resources import MemoryResources
-from streams.stage import SinkStage, StageContext, run_ingest
+from streams.stages.base import StageContext
+from streams.stages.extract import ExtractionStage, TopicFacts
+from streams.stages.procedures import ProcedureStage
 from streams.topics import Topics, declare_topics
 
 log = logging.getLogger(__name__)
@@ -57,49 +56,23 @@ def build_memory_app(settings: Settings, *, cluster_id: str | None = None) -> Me
     app = faust_app(settings, app_id=memory_app_id(settings), cluster_id=cluster_id)
     topics = declare_topics(app, partitions=settings.topic_partitions)
     resources = MemoryResources(settings)
-    dead_letters = DeadLetters(topics.dlq, metrics=resources.metrics)
-    ctx = StageContext(
-        codec=turn_event_codec(),
-        tokens=resources.tokens,
-        policies=resources.policies,
-        metrics=resources.metrics,
-        dead_letters=dead_letters,
-        backoff=resources.backoff,
-        max_events=settings.batch_max_events,
-        within_s=settings.batch_within_s,
-        max_content_chars=settings.max_content_chars,
+    ctx = StageContext.of(
+        resources, DeadLetters(topics.dlq, metrics=resources.metrics),
         dead_letter_rejects=False,  # the ingest worker dead-letters them already
-    )
+    )  # fmt: skip
     retries = retry_topic(app, partitions=settings.topic_partitions)
     extraction = ParkingExtraction(
         ExtractionStage(resources, TopicFacts(topics.facts, fact_event_codec())),
         RetryParking(retries, base_delay_s=settings.retry_max_s),  # LLM still failing: park, go on
     )
-    stages: tuple[SinkStage, ...] = (extraction, ProcedureStage(resources))
-
-    async def memory_turns(stream: faust.StreamT[bytes]) -> None:
-        await run_ingest(cast(faust.Stream[bytes], stream), stages, ctx)
-
-    async def facts(stream: faust.StreamT[bytes]) -> None:
-        await run_facts(
-            cast(faust.Stream[bytes], stream), resources, codec=fact_event_codec(), dead_letters=dead_letters,
-            max_events=settings.batch_max_events, within_s=settings.batch_within_s,
-        )  # fmt: skip
-
-    async def summaries(stream: faust.StreamT[bytes]) -> None:
-        await run_summaries(
-            cast(faust.Stream[bytes], stream), resources, codec=compaction_request_codec(),
-            dead_letters=dead_letters, max_events=100, within_s=settings.batch_within_s,
-        )  # fmt: skip
-
-    app.agent(topics.turns, name=f"{app.conf.id}.turns")(memory_turns)
-    app.agent(topics.facts, name=f"{app.conf.id}.facts")(facts)
-    app.agent(topics.compaction, name=f"{app.conf.id}.summaries")(summaries)
-
-    async def parked(stream: faust.StreamT[bytes]) -> None:
-        await run_retries(cast(faust.Stream[bytes], stream), extraction, ctx)
-
-    app.agent(retries, name=f"{app.conf.id}.retries")(parked)
+    defects = Defects(resources.redis, memory_app_id(settings), resources.metrics)
+    for topic, consumer in (
+        (topics.turns, faust_agents.turns("turns", (extraction, ProcedureStage(resources)), ctx)),
+        (topics.facts, faust_agents.facts(resources, fact_event_codec(), ctx)),
+        (topics.compaction, faust_agents.summaries(resources, compaction_request_codec(), ctx)),
+        (retries, faust_agents.retries(extraction, ctx)),
+    ):
+        faust_agents.register(app, topic, consumer, defects)
 
     async def maintain() -> None:
         maintainer = Maintainer(

@@ -99,6 +99,12 @@ class WorkerMetrics:
             "memstream_retries_total", "Failed attempts retried with backoff, by operation and error.",
             ["operation", "error"], registry=self.registry,
         )  # fmt: skip
+        self.code_defect = Gauge(
+            "memstream_code_defect",
+            "When (unix time) a code defect in an operation stopped a worker of this group; present from the"
+            " restart until a batch goes through (streams/defects.py).",
+            ["operation", "error"], registry=self.registry,
+        )  # fmt: skip
 
     def count_redactions(self, found: Tally[str], *, stage: str) -> None:
         for kind, n in found.items():

@@ -5,7 +5,7 @@ The counts and latencies come from Faust's sensor hooks, so every agent is measu
 same way without code of its own. Lag is measured every ``MEMSTREAM_CONSUMER_LAG_INTERVAL_S``:
 end offset - committed offset per assigned partition, where the end offset is the high
 watermark of the partition's last fetch response (right on the embedded broker too, whose
-ListOffsets(latest) answer is short, FACTS.md bug 1), or, before a first fetch, the
+ListOffsets(latest) answer is short, docs/embedded-broker.md, bug 1), or, before a first fetch, the
 consumer's ``end_offsets`` (corrected on the embedded broker by ``streams/tansu.py``).
 """
 

@@ -26,10 +26,10 @@ from typing import Any
 import faust
 
 from memstream.llm.base import LLMError
-from streams import topics
-from streams.agents.extract import EXTRACTED_ROLES
-from streams.decoding import Decoded, decode_events
-from streams.stage import SinkStage, StageContext, redact_batch, write_timed
+from schemas import topics
+from streams.decoding import Decoded
+from streams.stages.base import SinkStage
+from streams.stages.extract import EXTRACTED_ROLES
 
 log = logging.getLogger(__name__)
 
@@ -116,22 +116,12 @@ class ParkingExtraction(SinkStage):
                 await self.parking.park(extracted, reason=f"{exc.kind}: {exc}")
 
 
-async def run_retries(stream: faust.Stream[bytes], stage: SinkStage, ctx: StageContext) -> None:
-    """Re-extract parked turns once their time has come (in the order parked, per partition)."""
-    async for events in stream.take_events(ctx.max_events, ctx.within_s):
-        for event in events:
-            raw = header(event, NOT_BEFORE)
-            wait_s = float(raw) - time.time() if raw is not None else 0.0
-            if wait_s > 0:
-                await asyncio.sleep(min(wait_s, MAX_DELAY_S))
-        good, bad = decode_events(events, codec=ctx.codec, max_content_chars=ctx.max_content_chars)
-        for rejected in bad:  # parked from a good turn, so only a broken record lands here
-            await ctx.dead_letters.send(rejected.event, reason=rejected.reason, error=rejected.error, stage="retry")
-        if good:
-            log.info("re-extracting %d parked turn(s)", len(good))
-            await write_timed(stage, await redact_batch(good, ctx), ctx)
-        for event in events:
-            await stream.ack(event)
+async def wait_until_due(batch: Sequence[Decoded]) -> None:
+    """Sleep until the last parked turn of the batch is due (they were parked in order)."""
+    due = [float(raw) for item in batch if (raw := header(item.event, NOT_BEFORE)) is not None]
+    wait_s = max(due, default=0.0) - time.time()
+    if wait_s > 0:
+        await asyncio.sleep(min(wait_s, MAX_DELAY_S))
 
 
 def retry_topic(app: faust.App, *, partitions: int) -> faust.TopicT:

@@ -38,8 +38,9 @@ class PipelineResources(Service):
         self.settings = settings
         self.metrics = WorkerMetrics()
         self.backoff = Backoff(
-            initial_s=settings.retry_initial_s, max_s=settings.retry_max_s, on_retry=self.metrics.count_retry
-        )
+            initial_s=settings.retry_initial_s, max_s=settings.retry_max_s, on_retry=self.metrics.count_retry,
+            defect_attempts=settings.defect_attempts,
+        )  # fmt: skip
         self.pool: AsyncConnectionPool = self._create_pool()
         self.redis: aioredis.Redis = redis_client(
             settings.require_redis_url(), max_connections=settings.redis_max_connections,

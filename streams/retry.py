@@ -2,9 +2,11 @@
 
 A store that is down is not a reason to drop an event or to move past it: the
 agent keeps retrying (the events stay unacknowledged, so a crash meanwhile means
-redelivery, not loss) until the store answers or the worker is stopped. Only an
-error that is about one event (bad data) is *not* retried; the caller isolates
-that event and sends it to the dead-letter topic.
+redelivery, not loss) until the store answers or the worker is stopped. An error
+that is about one event (bad data) is *not* retried; the caller isolates that event
+and sends it to the dead-letter topic. An error that is neither — a defect in our
+code — is retried ``Backoff.defect_attempts`` times, then raised as a
+``CodeDefectError``, which stops the worker loudly (``streams/defects.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from aiokafka.errors import KafkaError
 
 from memstream.embedder import EmbeddingError
 from memstream.llm.base import LLMError
+from streams.defects import CodeDefectError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -67,6 +70,8 @@ class Backoff:
     factor: float = 2.0
     #: Told of every failed attempt that will be retried (``what``, the error): the retry metric.
     on_retry: Callable[[str, BaseException], None] | None = field(default=None, compare=False, repr=False)
+    #: Tries of an error that is neither transient nor about the data before it is a defect.
+    defect_attempts: int = 5
 
     def delays(self) -> Iterator[float]:
         delay = self.initial_s
@@ -84,9 +89,11 @@ async def retry_until_done(
     fatal: tuple[type[BaseException], ...] = (),
 ) -> T:
     """Run ``op`` until it succeeds. Event errors raise EventRejectedError at once, errors
-    of the ``fatal`` types propagate; every other error is logged and retried after a
-    growing delay."""
+    of the ``fatal`` types propagate; transient errors are logged and retried after a growing
+    delay, for as long as it takes; any other error is retried ``backoff.defect_attempts``
+    times, then raised as a CodeDefectError."""
     attempt = 0
+    defects = 0
     for delay in backoff.delays():
         attempt += 1
         try:
@@ -98,9 +105,14 @@ async def retry_until_done(
         except Exception as exc:
             if is_event_error(exc):
                 raise EventRejectedError(f"{what}: {type(exc).__name__}: {exc}") from exc
+            transient = is_transient(exc)
+            if not transient:
+                defects += 1
+                if defects >= backoff.defect_attempts:
+                    raise CodeDefectError(what, where, defects, exc) from exc
             if backoff.on_retry is not None:
                 backoff.on_retry(what, exc)
-            level = logging.WARNING if is_transient(exc) else logging.ERROR
+            level = logging.WARNING if transient else logging.ERROR
             log.log(
                 level,
                 "%s failed (attempt %d, %s): %s: %s; retrying in %.1f s",

@@ -9,14 +9,14 @@ is Faust's aiokafka transport with these changes (see README, "The embedded brok
   ``fetch_min_bytes`` are there). Faust hard-codes 1,500 ms, so on Tansu a quiet
   topic delivered each turn 0-1.5 s late (p50 ~390 ms in a raw aiokafka probe, p50
   436 ms end to end at 100 turns/s); 50 ms brings the probe to ~3 ms.
-- **End offsets** (FACTS.md, bug 1). ListOffsets(latest) answers the base offset of the
+- **End offsets** (docs/embedded-broker.md, bug 1). ListOffsets(latest) answers the base offset of the
   partition's last batch + 1 instead of its last offset + 1 (17 records sent as batches
   of 10 and 7: 11 instead of 17), so ``end_offsets``, ``seek_to_end`` and Faust's table
   recovery (which reads ``end_offsets``) stop short. The high watermark of a fetch
   response is right: :class:`TansuFetcher` replaces every such answer above 0 by the
   high watermark of a fetch at (answer - 1), the first record of that last batch.
 - **A group per broker incarnation.** The embedded broker comes back from a restart empty,
-  with a new cluster id (``memstream/stack/broker.py``), and a worker that lived through the
+  with a new cluster id (``ops/stack/broker.py``), and a worker that lived through the
   restart still commits the *old* log's offsets — into the new broker's copy of its group,
   before it notices the new cluster and restarts itself (``broker_reset.py``). The fresh
   worker then resumed from those offsets: beyond the new log's end (Tansu does not answer
@@ -24,7 +24,7 @@ is Faust's aiokafka transport with these changes (see README, "The embedded brok
   — every turn acknowledged on the new broker was lost (measured: 340 of 340). So on the
   embedded broker the consumer group is named after the cluster the worker joined
   (``<app id>@<cluster id>``): no process that knew an older log can commit into it.
-- **Leaving the group** (FACTS.md, bug 2). Tansu numbers a group's first generation 0
+- **Leaving the group** (docs/embedded-broker.md, bug 2). Tansu numbers a group's first generation 0
   (Kafka starts at 1) and aiokafka sends LeaveGroup only when the generation is above 0,
   so a worker stopped cleanly in generation 0 stayed a member until its session timed
   out, and the next worker's join waited that long. :class:`TansuGroupCoordinator`

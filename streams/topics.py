@@ -1,32 +1,21 @@
-"""Topic names (dotted, versioned constants) and their declaration on an app."""
+"""The topics declared on a Faust app, and created (with their partition counts) on a broker.
+Their names are the event contract's: ``schemas/topics.py``."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import faust
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from schemas.topics import AUDIT, COMPACTION, DLQ, FACTS, RETRY, TURNS
+
+if TYPE_CHECKING:  # annotations only: importing this module does not import Faust
+    import faust
+
 log = logging.getLogger(__name__)
-
-TURNS = "memstream.turns.v1"
-DLQ = "memstream.dlq.v1"
-AUDIT = "memstream.audit.v1"
-FACTS = "memstream.facts.v1"
-COMPACTION = "memstream.compaction.v1"
-#: Turns whose extraction the LLM could not do yet, parked for a later try (streams/parking.py).
-RETRY = "memstream.retry.v1"
-
-#: DLQ record headers (bytes values).
-DLQ_REASON = "memstream.dlq.reason"
-DLQ_ERROR = "memstream.dlq.error"
-DLQ_SOURCE_TOPIC = "memstream.dlq.source.topic"
-DLQ_SOURCE_PARTITION = "memstream.dlq.source.partition"
-DLQ_SOURCE_OFFSET = "memstream.dlq.source.offset"
-DLQ_STAGE = "memstream.dlq.stage"
-DLQ_FAILED_AT = "memstream.dlq.failed_at"
 
 
 @dataclass(frozen=True)

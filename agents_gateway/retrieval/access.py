@@ -14,7 +14,7 @@ import psycopg
 import psycopg_pool
 from psycopg_pool import AsyncConnectionPool
 
-from sinks.postgres.retrieval import record_access
+from sinks.postgres.access import record_access
 from sinks.postgres.tenancy import tenant_transaction
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
 from memstream.embedder import Embedder
 from memstream.settings import VectorIndex
-from sinks.postgres.retrieval import Candidate, Filters, text_candidates, vector_candidates
+from sinks.postgres.queries.retrieval import Candidate, Filters, text_candidates, vector_candidates
 
 
 @dataclass(frozen=True)

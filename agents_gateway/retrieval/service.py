@@ -18,8 +18,8 @@ from agents_gateway.retrieval.ranking import RankingOptions
 from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
 from agents_gateway.state import GatewayState
 from sinks.postgres.event_log import previous_session
-from sinks.postgres.fact_queries import FactRow, facts_as_of
-from sinks.postgres.retrieval import EPISODE_TYPES, Filters
+from sinks.postgres.queries.facts import FactRow, facts_as_of
+from sinks.postgres.queries.retrieval import EPISODE_TYPES, Filters
 from sinks.redis.buffer import SessionRef
 
 CONTEXT_RELEVANT = 12

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import ContextOut
 from agents_gateway.retrieval.service import build_context
 from agents_gateway.routes.sessions import ID_PATTERN
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway
 from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["context"])
@@ -24,7 +24,7 @@ router = APIRouter(tags=["context"])
     summary="Long-term facts, the rolling summary, recent turns and relevant memories, packed to a budget",
 )
 async def get_context(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
     session_id: Annotated[str, Query(pattern=ID_PATTERN)],
@@ -34,7 +34,6 @@ async def get_context(
     decompose: Literal["off", "rules", "llm"] = "rules",
 ) -> ContextOut:
     """Never waits on an LLM unless ``decompose=llm`` is asked for (and a Gemini key is set)."""
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id,
                                   actor=principal.key_id) as conn:  # fmt: skip
         return await build_context(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, ApiError
@@ -25,12 +25,12 @@ from agents_gateway.models import (
 )
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.routes.turns import publish_records, refuse_identifiers
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway
 from memstream.extraction.types import normalise_entity
 from schemas.turns import problems
-from sinks.postgres.fact_queries import entity_history, facts_as_of
-from sinks.postgres.graph import MAX_DEPTH, neighbors
-from sinks.postgres.skills import best_skills
+from sinks.postgres.queries.facts import entity_history, facts_as_of
+from sinks.postgres.queries.graph import MAX_DEPTH, neighbors
+from sinks.postgres.queries.skills import best_skills
 from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["memory"], responses=AUTH_ERRORS)
@@ -38,7 +38,7 @@ router = APIRouter(tags=["memory"], responses=AUTH_ERRORS)
 
 @router.get("/v1/entities", response_model=FactsOut, summary="A user's facts, current or as of a moment")
 async def get_entities(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
     scope: Annotated[Literal["global", "project", "session"] | None, Query()] = None,
@@ -46,7 +46,6 @@ async def get_entities(
     session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
     at: Annotated[datetime | None, Query(description="ISO 8601: the facts valid then")] = None,
 ) -> FactsOut:
-    state: GatewayState = request.app.state.gateway
     if at is not None and at.tzinfo is None:
         raise ApiError(422, "invalid_request", "at must include a timezone")
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
@@ -60,12 +59,11 @@ async def get_entities(
     "/v1/entities/{name:path}/history", response_model=FactsOut, summary="Every version of a fact, oldest first"
 )
 async def get_history(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     name: Annotated[str, Path(min_length=1, max_length=200)],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
 ) -> FactsOut:
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         rows = await entity_history(conn, user_id=user_id, entity=normalise_entity(name))
     return FactsOut(user_id=user_id, at=None, facts=[FactOut(**r.__dict__) for r in rows])
@@ -73,14 +71,13 @@ async def get_history(
 
 @router.get("/v1/graph/neighbors", response_model=NeighborsOut, summary="Entities within N hops")
 async def get_neighbors(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     entity: Annotated[str, Query(min_length=1, max_length=200)],
     depth: Annotated[int, Query(ge=1, le=MAX_DEPTH)] = 1,
     direction: Annotated[Literal["out", "in", "both"], Query()] = "out",
     user_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
 ) -> NeighborsOut:
-    state: GatewayState = request.app.state.gateway
     start = normalise_entity(entity)
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         found = await neighbors(conn, start, depth=depth, direction=direction, user_id=user_id)
@@ -94,7 +91,7 @@ async def get_neighbors(
     "/v1/skills/best", response_model=SkillsOut, summary="A user's skills for a task, by similarity and success"
 )
 async def get_best_skills(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
     task: Annotated[str, Query(min_length=1, max_length=500)],
@@ -102,7 +99,6 @@ async def get_best_skills(
 ) -> SkillsOut:
     """Counts, steps and feedback come from the outcomes this key may see (an agent's key: its
     own and shared ones)."""
-    state: GatewayState = request.app.state.gateway
     embedding = (await state.embedder.embed([task]))[0]
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         found = await best_skills(conn, embedding, user_id=user_id, model=state.embedder.model_name, limit=k)
@@ -117,11 +113,10 @@ async def get_best_skills(
     summary="Report a tool outcome",
 )
 async def post_tool_event(
-    request: Request, body: ToolEventIn, principal: Annotated[Principal, Depends(scoped("ingest"))]
+    state: Gateway, body: ToolEventIn, principal: Annotated[Principal, Depends(scoped("ingest"))]
 ) -> TurnsAccepted:
     """Published as a ``tool`` turn (it is part of the conversation and the event log); the
     long-term memory worker counts it for the skill and keeps a failure's feedback as a lesson."""
-    state: GatewayState = request.app.state.gateway
     agent = principal.check_agent(body.agent_id)
     if agent is None:
         raise ApiError(422, "invalid_request", "agent_id is required (this key is not bound to an agent)")

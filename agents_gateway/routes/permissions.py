@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, ApiError
@@ -36,7 +36,7 @@ from agents_gateway.permissions import (
     validate_pattern,
 )
 from agents_gateway.routes.turns import refuse_identifiers
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway, GatewayState
 from memstream.privacy import PrivacyPolicy
 from sinks.postgres.audit import append_audit
 from sinks.postgres.rules import count_rules, delete_rule, insert_rule, list_rules, lock_rules
@@ -77,12 +77,12 @@ def _refuse_in_command(body: EvaluateIn) -> None:
     )
 
 
-async def _refuse_identifiers(request: Request, principal: Principal, **values: str | None) -> PrivacyPolicy:
+async def _refuse_identifiers(state: GatewayState, principal: Principal, **values: str | None) -> PrivacyPolicy:
     """422 for an identifier (tool included) carrying a secret or, under the tenant's policy,
     an e-mail address or a phone number: the rule turns follow (``refuse_identifiers``); the
     audit log never keeps such an id. Returns the tenant's policy, which the audit's
     redaction of commands, patterns and descriptions follows too."""
-    return await refuse_identifiers(request.app.state.gateway, principal.tenant_id, values)
+    return await refuse_identifiers(state, principal.tenant_id, values)
 
 
 @router.post(
@@ -92,15 +92,14 @@ async def _refuse_identifiers(request: Request, principal: Principal, **values: 
     responses={429: {"model": ErrorOut, "description": "Rate limit, or evaluations_busy (see Retry-After)"}},
 )
 async def evaluate_command(
-    request: Request, body: EvaluateIn, principal: Annotated[Principal, Depends(scoped("read"))]
+    state: Gateway, body: EvaluateIn, principal: Annotated[Principal, Depends(scoped("read"))]
 ) -> EvaluateOut:
     _refuse_in_command(body)
     policy = await _refuse_identifiers(
-        request, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
+        state, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
         tool=body.tool,
     )  # fmt: skip
     agent = principal.check_agent(body.agent_id)
-    state: GatewayState = request.app.state.gateway
     settings = state.settings
     try:
         async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
@@ -133,14 +132,13 @@ async def evaluate_command(
     " (a human's confirmation)",
 )
 async def allow_once(
-    request: Request, body: AllowOnceIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, body: AllowOnceIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> AllowOnceOut:
     _refuse_in_command(body)
     await _refuse_identifiers(
-        request, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
+        state, principal, session_id=body.session_id, project_id=body.project_id, agent_id=body.agent_id,
         tool=body.tool,
     )  # fmt: skip
-    state: GatewayState = request.app.state.gateway
     ttl = state.settings.allow_once_ttl_s
     grant = await grant_once(
         state.redis, tenant_id=principal.tenant_id, session_id=body.session_id, project_id=body.project_id,
@@ -164,13 +162,12 @@ async def allow_once(
     responses={409: {"model": ErrorOut, "description": "The tool's (in this scope) or the tenant's rule limit"}},
 )
 async def add_rule(
-    request: Request, body: RuleIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, body: RuleIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> RuleOut:
     refuse_control_characters(
         "body", tool=body.tool, pattern=body.pattern, description=body.description, project_id=body.project_id
     )
-    policy = await _refuse_identifiers(request, principal, project_id=body.project_id, tool=body.tool)
-    state: GatewayState = request.app.state.gateway
+    policy = await _refuse_identifiers(state, principal, project_id=body.project_id, tool=body.tool)
     settings = state.settings
     try:
         validate_pattern(body.pattern)
@@ -207,12 +204,11 @@ async def add_rule(
 
 @router.get("/v1/permissions/rules", response_model=RulesOut, summary="The tenant's rules, in order")
 async def get_rules(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     tool: Annotated[str | None, Query(min_length=1, max_length=128)] = None,
 ) -> RulesOut:
     refuse_control_characters("query", tool=tool)
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         rules = await list_rules(conn, tool=tool)
     return RulesOut(rules=[RuleOut(**r.__dict__) for r in rules])
@@ -225,9 +221,8 @@ async def get_rules(
     summary="Remove a rule",
 )
 async def remove_rule(
-    request: Request, rule_id: uuid.UUID, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, rule_id: uuid.UUID, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> Response:
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         if not await delete_rule(conn, rule_id):
             raise ApiError(404, "not_found", "no such rule for this tenant")

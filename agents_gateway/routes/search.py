@@ -6,15 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, ApiError
 from agents_gateway.models import SearchOut
 from agents_gateway.retrieval.service import Toggles, decomposition_out, search, to_hit
 from agents_gateway.routes.sessions import ID_PATTERN
-from agents_gateway.state import GatewayState
-from sinks.postgres.retrieval import MEMORY_TYPES, Filters
+from agents_gateway.state import Gateway
+from sinks.postgres.queries.retrieval import MEMORY_TYPES, Filters
 from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["search"])
@@ -48,7 +48,7 @@ def aware(value: datetime | None, name: str) -> datetime | None:
 
 @router.get("/v1/search", response_model=SearchOut, responses=AUTH_ERRORS, summary="Hybrid search of memory")
 async def search_memory(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     q: Annotated[str, Query(min_length=1, max_length=2000, description="What to look for")],
     user_id: Annotated[str, Query(pattern=ID_PATTERN)],
@@ -72,7 +72,6 @@ async def search_memory(
     decompose: Literal["off", "rules", "llm"] = "off",
     tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
 ) -> SearchOut:
-    state: GatewayState = request.app.state.gateway
     filters = Filters(
         tenant_id=principal.check_tenant(tenant_id), user_id=user_id, project_id=project_id, session_id=session_id,
         memory_types=csv(memory_types, MEMORY_TYPES, "memory_types") or MEMORY_TYPES,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import BufferedTurn, BufferOut, RollingSummaryOut
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway
 from schemas.turns import IDENTIFIER
 from sinks.redis.buffer import SessionRef
 
@@ -25,13 +25,12 @@ ID_PATTERN = f"^{IDENTIFIER.pattern}$"
     summary="A user's recent turns in the session, oldest first",
 )
 async def get_buffer(
-    request: Request,
+    state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     session_id: Annotated[str, Path(pattern=ID_PATTERN)],
     user_id: Annotated[str, Query(pattern=ID_PATTERN, description="Whose turns: a buffer is per user and session")],
     tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
 ) -> BufferOut:
-    state: GatewayState = request.app.state.gateway
     tenant = principal.check_tenant(tenant_id)
     view = await state.buffers.view(SessionRef(tenant, user_id, session_id))
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+import psycopg
+from fastapi import APIRouter, Depends
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, ApiError
 from agents_gateway.models import ForgetPreviewOut, PrivacyPolicyIO, RankingIO, RetentionIO, TextSearchIn, TextSearchOut
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway, GatewayState
 from memstream.privacy import PrivacyPolicy
 from sinks.postgres.audit import append_audit
 from sinks.postgres.maintenance import RetentionPolicy, forget, put_retention_policy, retention_policy
@@ -26,11 +28,31 @@ from sinks.postgres.tenant_settings import (
 )
 
 router = APIRouter(tags=["tenant"], responses=AUTH_ERRORS)
+Conn = psycopg.AsyncConnection[Any]
+
+
+async def change_setting(
+    state: GatewayState,
+    principal: Principal,
+    action: str,
+    write: Callable[[Conn], Awaitable[dict[str, Any]]],
+    *,
+    audited: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """One change of a tenant-wide setting: ``write`` and its audit record (``action``, with
+    what ``write`` returns, or its ``audited`` keys) in one transaction as the caller's key,
+    then the gateway's cached copy of the tenant's settings forgotten. Returns what ``write``
+    returned."""
+    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+        done = await write(conn)
+        detail = done if audited is None else {key: done[key] for key in audited}
+        await append_audit(conn, tenant_id=principal.tenant_id, actor=principal.key_id, action=action, detail=detail)
+    state.policies.forget(principal.tenant_id)
+    return done
 
 
 @router.get("/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="What is redacted beyond secrets")
-async def read_privacy(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> PrivacyPolicyIO:
-    state: GatewayState = request.app.state.gateway
+async def read_privacy(state: Gateway, principal: Annotated[Principal, Depends(scoped("read"))]) -> PrivacyPolicyIO:
     async with tenant_transaction(state.pool, principal.tenant_id) as conn:
         policy = await get_policy(conn, principal.tenant_id)
     return PrivacyPolicyIO(**policy.__dict__)
@@ -38,22 +60,18 @@ async def read_privacy(request: Request, principal: Annotated[Principal, Depends
 
 @router.put("/v1/tenant/privacy", response_model=PrivacyPolicyIO, summary="Redact e-mail and/or phone numbers")
 async def write_privacy(
-    request: Request, body: PrivacyPolicyIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, body: PrivacyPolicyIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> PrivacyPolicyIO:
-    state: GatewayState = request.app.state.gateway
-    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+    async def write(conn: Conn) -> dict[str, Any]:
         await put_policy(conn, principal.tenant_id, PrivacyPolicy(**body.model_dump()))
-        await append_audit(
-            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="privacy.policy.update",
-            detail=body.model_dump(),
-        )  # fmt: skip
-    state.policies.forget(principal.tenant_id)
+        return body.model_dump()
+
+    await change_setting(state, principal, "privacy.policy.update", write)
     return body
 
 
 @router.get("/v1/tenant/retention", response_model=RetentionIO, summary="The tenant's retention policy")
-async def read_retention(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> RetentionIO:
-    state: GatewayState = request.app.state.gateway
+async def read_retention(state: Gateway, principal: Annotated[Principal, Depends(scoped("read"))]) -> RetentionIO:
     async with tenant_transaction(state.pool, principal.tenant_id) as conn:
         policy = await retention_policy(conn, principal.tenant_id)
     return RetentionIO(**policy.__dict__)
@@ -61,15 +79,13 @@ async def read_retention(request: Request, principal: Annotated[Principal, Depen
 
 @router.put("/v1/tenant/retention", response_model=RetentionIO, summary="Set compaction, decay and retention")
 async def write_retention(
-    request: Request, body: RetentionIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, body: RetentionIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> RetentionIO:
-    state: GatewayState = request.app.state.gateway
-    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+    async def write(conn: Conn) -> dict[str, Any]:
         await put_retention_policy(conn, principal.tenant_id, RetentionPolicy(**body.model_dump()))
-        await append_audit(
-            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="retention.policy.update",
-            detail=body.model_dump(),
-        )  # fmt: skip
+        return body.model_dump()
+
+    await change_setting(state, principal, "retention.policy.update", write)
     return body
 
 
@@ -79,9 +95,8 @@ async def write_retention(
     summary="Dry run: what the retention policy would forget now",
 )
 async def preview_forgetting(
-    request: Request, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> ForgetPreviewOut:
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         policy = await retention_policy(conn, principal.tenant_id)
         report = await forget(conn, principal.tenant_id, policy, dry_run=True)
@@ -93,30 +108,25 @@ async def preview_forgetting(
 
 
 @router.get("/v1/tenant/ranking", response_model=RankingIO, summary="RRF weights and decay half-life")
-async def read_ranking(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> RankingIO:
-    state: GatewayState = request.app.state.gateway
+async def read_ranking(state: Gateway, principal: Annotated[Principal, Depends(scoped("read"))]) -> RankingIO:
     ranking = (await state.policies.settings(principal.tenant_id)).ranking
     return RankingIO(**ranking.__dict__)
 
 
 @router.put("/v1/tenant/ranking", response_model=RankingIO, summary="Set the RRF weights and decay half-life")
 async def write_ranking(
-    request: Request, body: RankingIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, body: RankingIO, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> RankingIO:
-    state: GatewayState = request.app.state.gateway
-    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+    async def write(conn: Conn) -> dict[str, Any]:
         await put_ranking(conn, principal.tenant_id, RankingSettings(**body.model_dump()))
-        await append_audit(
-            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="ranking.update",
-            detail=body.model_dump(),
-        )  # fmt: skip
-    state.policies.forget(principal.tenant_id)
+        return body.model_dump()
+
+    await change_setting(state, principal, "ranking.update", write)
     return body
 
 
 @router.get("/v1/tenant/text-search", response_model=TextSearchOut, summary="The full-text language")
-async def read_text_search(request: Request, principal: Annotated[Principal, Depends(scoped("read"))]) -> TextSearchOut:
-    state: GatewayState = request.app.state.gateway
+async def read_text_search(state: Gateway, principal: Annotated[Principal, Depends(scoped("read"))]) -> TextSearchOut:
     async with tenant_transaction(state.pool, principal.tenant_id) as conn:
         config = (await get_tenant_settings(conn, principal.tenant_id)).text_search_config
         available = await text_search_configs(conn)
@@ -128,10 +138,9 @@ async def read_text_search(request: Request, principal: Annotated[Principal, Dep
     summary="Set the full-text language; the tenant's memories are re-indexed in it",
 )  # fmt: skip
 async def write_text_search(
-    request: Request, body: TextSearchIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
+    state: Gateway, body: TextSearchIn, principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))]
 ) -> TextSearchOut:
-    state: GatewayState = request.app.state.gateway
-    async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
+    async def write(conn: Conn) -> dict[str, Any]:
         available = await text_search_configs(conn)
         config = body.config.removeprefix("pg_catalog.") if body.config else None
         if config is not None and config not in available:
@@ -142,9 +151,9 @@ async def write_text_search(
             )  # fmt: skip
         effective = config or state.settings.text_search_config
         reindexed = await put_text_search_config(conn, principal.tenant_id, config, effective=effective)
-        await append_audit(
-            conn, tenant_id=principal.tenant_id, actor=principal.key_id, action="text_search.update",
-            detail={"config": config, "effective": effective, "reindexed": reindexed},
-        )  # fmt: skip
-    state.policies.forget(principal.tenant_id)
-    return TextSearchOut(config=config, effective=effective, available=available, reindexed=reindexed)
+        return {"config": config, "effective": effective, "reindexed": reindexed, "available": available}
+
+    done = await change_setting(
+        state, principal, "text_search.update", write, audited=("config", "effective", "reindexed")
+    )
+    return TextSearchOut(**done)

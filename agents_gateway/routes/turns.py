@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from agents_gateway.auth import SYSTEM_SCOPE, Principal, scoped
 from agents_gateway.errors import ApiError, validation_details
 from agents_gateway.models import ErrorOut, TurnBatchIn, TurnIn, TurnsAccepted
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway, GatewayState
 from memstream.privacy import (
     DEFAULT_POLICY,
     IDENTIFIER_FIELDS,
@@ -26,8 +26,8 @@ from memstream.privacy import (
     identifier_problems,
     redact_turn,
 )
+from schemas.topics import TURNS
 from schemas.turns import problems
-from streams.topics import TURNS
 
 router = APIRouter(tags=["turns"])
 
@@ -263,8 +263,9 @@ async def refuse_identifiers(
     },
     summary="Publish one turn or a batch",
 )
-async def post_turns(request: Request, principal: Annotated[Principal, Depends(scoped("ingest"))]) -> TurnsAccepted:
-    state: GatewayState = request.app.state.gateway
+async def post_turns(
+    state: Gateway, request: Request, principal: Annotated[Principal, Depends(scoped("ingest"))]
+) -> TurnsAccepted:
     settings = state.settings
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":

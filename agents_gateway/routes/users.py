@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import ConsentOut, ErasureOut
 from agents_gateway.routes.sessions import ID_PATTERN
-from agents_gateway.state import GatewayState
+from agents_gateway.state import Gateway
 from sinks.postgres.erasure import erase_user, record_consent
 from sinks.postgres.tenancy import tenant_transaction
 
@@ -23,7 +23,7 @@ router = APIRouter(tags=["users"], responses=AUTH_ERRORS)
     summary="Erase a user from every table, vector and buffer, for good",
 )
 async def erase(
-    request: Request,
+    state: Gateway,
     user_id: Annotated[str, Path(pattern=ID_PATTERN)],
     principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
 ) -> ErasureOut:
@@ -32,7 +32,6 @@ async def erase(
     user is stored — not the erased events, whatever time they claim, and no new event — until
     ``POST /v1/users/{user_id}/consent`` records renewed consent. The audit log records that an
     erasure happened, not what it erased."""
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         erasure = await erase_user(conn, user_id)
     buffers = await state.buffers.forget(principal.tenant_id, user_id)
@@ -48,13 +47,12 @@ async def erase(
     summary="Record a user's renewed consent after an erasure: new turns are remembered again",
 )
 async def consent(
-    request: Request,
+    state: Gateway,
     user_id: Annotated[str, Path(pattern=ID_PATTERN)],
     principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
 ) -> ConsentOut:
     """Turns dated after this moment are stored again; what the erasure removed (and any turn
     sent again with an erased event id) stays forgotten. Audited."""
-    state: GatewayState = request.app.state.gateway
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         given = await record_consent(conn, user_id)
     return ConsentOut(consent_id=given.consent_id, consented_at=given.consented_at, after_erasure=given.after_erasure)

@@ -90,6 +90,11 @@ def rate_limit_key(scope: str, subject: str) -> str:
     return redis_key("rl", (scope, subject))
 
 
+def defect_key(app_id: str) -> str:
+    """The code defect that stopped a worker of ``app_id`` (``streams/defects.py``)."""
+    return redis_key("defect", (app_id,))
+
+
 def workers_key(app_id: str) -> str:
     return redis_key("workers", (app_id,))
 

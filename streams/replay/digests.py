@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from sinks.postgres.digest import DIGESTED, table_digest
+from sinks.postgres.queries.digest import DIGESTED, table_digest
 from sinks.postgres.tenancy import act_as
 
 Digest = dict[str, dict[str, Any]]

@@ -21,17 +21,17 @@ from schemas.codec import AvroCodec, fact_event_codec, turn_event_codec
 from schemas.errors import EncodeError
 from schemas.turns import turn_key
 from sinks.postgres.maintenance import Visibility, episodes_of_day
-from sinks.postgres.replay_log import LoggedEvent
+from sinks.postgres.queries.replay_log import LoggedEvent
 from sinks.postgres.tenancy import tenant_transaction
-from streams.agents.buffer import BufferStage
-from streams.agents.episodes import EpisodesStage
-from streams.agents.procedures import ProcedureStage
 from streams.extraction_records import ExtractionRecords
 from streams.maintenance import Maintainer
 from streams.replay.resources import ReplayResources
 from streams.replay.stages import AppliedFacts, FoldNow, LogContextExtraction, Rejected, ReplayRejects
 from streams.retry import retry_until_done
-from streams.stage import SinkStage, StageContext, process_batch
+from streams.stages.base import SinkStage, StageContext, process_batch
+from streams.stages.buffer import BufferStage
+from streams.stages.episodes import EpisodesStage
+from streams.stages.procedures import ProcedureStage
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +81,7 @@ class ReplayPipeline:
             ProcedureStage(resources),
             *((BufferStage(resources, FoldNow(resources)),) if buffers else ()),
         )
-        self.ctx = StageContext(
-            codec=self.codec, tokens=resources.tokens, policies=resources.policies, metrics=resources.metrics,
-            dead_letters=self.rejects, backoff=resources.backoff, max_events=settings.batch_max_events,
-            within_s=settings.batch_within_s, max_content_chars=settings.max_content_chars,
-        )  # fmt: skip
+        self.ctx = StageContext.of(resources, self.rejects, codec=self.codec)
         self.maintainer = Maintainer(
             resources.pool, settings, resources.models.summarizer, resources.embedder, resources.tokens,
             log_compactions=False,

@@ -26,7 +26,7 @@ import psycopg
 from memstream.settings import Settings
 from sinks.postgres.audit import append_audit
 from sinks.postgres.migrate import check_schema
-from sinks.postgres.replay_log import count_events, log_end, read_events
+from sinks.postgres.queries.replay_log import count_events, log_end, read_events
 from sinks.postgres.replay_runs import (
     Checkpoint,
     ReplayRun,

@@ -11,7 +11,7 @@ import orjson
 
 from memstream.errors import MemstreamError
 from sinks.postgres.erasure import user_ref
-from sinks.postgres.replay_log import LogFilter
+from sinks.postgres.queries.replay_log import LogFilter
 
 #: ``shadow``: fresh tables, switched in when done; ``verify``: fresh tables compared with the
 #: live ones, then dropped; ``in-place``: the live tables themselves (idempotent writes).

@@ -25,16 +25,16 @@ from schemas.codec import AvroCodec
 from schemas.errors import DecodeError, EncodeError
 from schemas.turns import Turn
 from sinks.postgres.event_log import previous_session
-from sinks.postgres.replay_log import session_start, turns_before
+from sinks.postgres.queries.replay_log import session_start, turns_before
 from sinks.postgres.tenancy import tenant_transaction
 from sinks.redis.buffer import SessionRef
-from streams.agents.extract import CONTEXT_TURNS, EXTRACTED_ROLES, ExtractionStage
-from streams.agents.facts import apply_batch, decode_fact
-from streams.agents.summaries import fold_session
 from streams.compaction import CompactionRequests
 from streams.deadletter import DeadLetters
 from streams.resources import MemoryResources
 from streams.retry import retry_until_done
+from streams.stages.extract import CONTEXT_TURNS, EXTRACTED_ROLES, ExtractionStage
+from streams.stages.facts import apply_batch, decode_fact
+from streams.stages.summaries import fold_session
 
 log = logging.getLogger(__name__)
 

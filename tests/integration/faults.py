@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +26,11 @@ from fastapi import FastAPI
 
 from agents_gateway.app import create_app
 from memstream.settings import Settings
-from memstream.stack.supervisor import EmbeddedStack
+from ops.stack.supervisor import EmbeddedStack
+from schemas import topics
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
 from sinks.redis.keys import buffer_key
-from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, make_settings
 from tests.integration.helpers import avro_record
 
@@ -50,10 +50,17 @@ class PrivateStack(RunningStack):
         super().__init__(embedded, resolved)
         self.workers: list[WorkerHandle] = []
 
-    def worker(self, name: str = "worker", *, memory: bool = False, **overrides: object) -> WorkerHandle:
-        """A worker subprocess (not started) with these settings changed."""
+    def worker(
+        self,
+        name: str = "worker",
+        *,
+        memory: bool = False,
+        env: Mapping[str, str] | None = None,
+        **overrides: object,
+    ) -> WorkerHandle:
+        """A worker subprocess (not started) with these settings changed (and ``env`` added)."""
         settings = self.settings.model_copy(update=overrides)
-        handle = WorkerHandle(settings, self.settings.data_dir / "logs" / f"{name}.log", memory=memory)
+        handle = WorkerHandle(settings, self.settings.data_dir / "logs" / f"{name}.log", memory=memory, env=env)
         self.workers.append(handle)
         return handle
 

@@ -16,9 +16,9 @@ import psycopg
 import pytest
 from aiokafka import AIOKafkaConsumer
 
-from memstream.stack.state import settings_env
+from ops.stack.state import settings_env
+from schemas import topics
 from schemas.codec import audit_record_codec
-from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import count_rows, post_turns, turn
 
@@ -99,7 +99,7 @@ def test_audit_export_writes_avro_and_json_lines(stack: RunningStack, tmp_path: 
     for fmt in ("jsonl", "avro"):
         out = tmp_path / f"audit.{fmt}"
         result = subprocess.run(
-            [sys.executable, "-m", "memstream", "audit", "export", "--tenant", tenant, "--format", fmt,
+            [sys.executable, "-m", "ops", "audit", "export", "--tenant", tenant, "--format", fmt,
              "--out", str(out), "--since", "2000-01-01T00:00:00Z"],
             env=env, capture_output=True, text=True, check=False,
         )  # fmt: skip
@@ -112,7 +112,7 @@ def test_audit_export_writes_avro_and_json_lines(stack: RunningStack, tmp_path: 
         assert {r["tenant_id"] for r in rows} == {tenant}
     empty = tmp_path / "none.jsonl"
     subprocess.run(
-        [sys.executable, "-m", "memstream", "audit", "export", "--tenant", tenant, "--out", str(empty),
+        [sys.executable, "-m", "ops", "audit", "export", "--tenant", tenant, "--out", str(empty),
          "--until", "2000-01-01T00:00:00Z"],
         env=env, check=True, capture_output=True,
     )  # fmt: skip

@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from memstream.audit_follow import AuditFollower, FollowStats
-from memstream.stack.state import settings_env
+from ops.audit_follow import AuditFollower, FollowStats
+from ops.stack.state import settings_env
 from schemas.codec import audit_record_codec
-from streams.topics import AUDIT
+from schemas.topics import AUDIT
 from tests.fixtures.stack import RunningStack
 
 CODEC = audit_record_codec()
@@ -81,7 +81,7 @@ def test_audit_tail_prints_json_lines(stack: RunningStack, tenant: str) -> None:
 
     asyncio.run(publish(stack, tenant, range(1, 4)))
     result = subprocess.run(
-        [sys.executable, "-m", "memstream", "audit", "tail", "--tenant", tenant, "--group", f"tail-{tenant}",
+        [sys.executable, "-m", "ops", "audit", "tail", "--tenant", tenant, "--group", f"tail-{tenant}",
          "--from-beginning", "--max", "3"],
         env={**os.environ, **settings_env(stack.settings)}, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -16,7 +16,7 @@ import httpx
 import orjson
 import psutil
 
-from memstream.stack.process import free_port
+from ops.stack.process import free_port
 
 
 def wait_ready(up: subprocess.Popen[bytes], url: str, log: Path) -> None:
@@ -69,7 +69,7 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
     }
     log_path = tmp_path / "up.log"
     log = log_path.open("wb")
-    up = subprocess.Popen([sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    up = subprocess.Popen([sys.executable, "-m", "ops", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(up, url, log_path)
@@ -83,7 +83,7 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
             assert "memstream_" in scrape_when_up(metrics_url), name
 
         demo = subprocess.run(
-            [sys.executable, "-m", "memstream", "demo", "--gateway", url],
+            [sys.executable, "-m", "ops", "demo", "--gateway", url],
             env=env,
             capture_output=True,
             text=True,
@@ -97,15 +97,15 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
         assert user is not None
 
         names = " ".join(" ".join(c.cmdline()) for c in psutil.Process(up.pid).children(recursive=True))
-        for part in ("tansu", "postgres", "valkey-server", "memstream worker", "memstream gateway"):
+        for part in ("tansu", "postgres", "valkey-server", "ops worker", "ops gateway"):
             assert part in names
         stop(up)
         assert not (tmp_path / "data" / "stack.json").exists()
 
-        up = subprocess.Popen([sys.executable, "-m", "memstream", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        up = subprocess.Popen([sys.executable, "-m", "ops", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_ready(up, url, log_path)
         created = subprocess.run(
-            [sys.executable, "-m", "memstream", "keys", "create", "--tenant", "demo", "--scopes", "read"],
+            [sys.executable, "-m", "ops", "keys", "create", "--tenant", "demo", "--scopes", "read"],
             env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         key = created.stdout.strip()

@@ -4,10 +4,12 @@ Postgres and Redis; then a SIGKILL of the worker mid-stream."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx
 
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
+from tests.integration.faults import gateway_for, private_stack
 from tests.integration.helpers import counts, post_turns, turn
 
 SESSIONS = 20
@@ -79,27 +81,31 @@ async def test_thousand_turns_land_exactly_once_everywhere(
     assert all("rsync" not in h["content"] for h in other.json()["hits"])
 
 
-async def test_worker_killed_mid_stream_loses_and_duplicates_nothing(
-    stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
-) -> None:
-    batches = conversation(tenant)
-    killed_at: tuple[int, int] | None = None
-    for i, batch in enumerate(batches):
-        await post_turns(gateway, batch)
-        if killed_at is None and i >= 4:
-            await eventually(lambda: counts(stack, tenant)[0] >= 150, timeout_s=30)
-            running_worker.kill()
-            killed_at = counts(stack, tenant)
-        await asyncio.sleep(0.02)
-    assert killed_at is not None and killed_at[0] < TOTAL, "the kill must land mid-stream"
+async def test_worker_killed_mid_stream_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    """On a stack of its own (the session's worker is never killed: tests do not depend on
+    their order)."""
+    tenant = "t-killed"
+    async with private_stack(tmp_path) as stack:
+        worker = stack.worker()
+        await asyncio.to_thread(worker.start)
+        async with gateway_for(stack.settings, stack.key(tenant)) as gateway:
+            killed_at: tuple[int, int] | None = None
+            for i, batch in enumerate(conversation(tenant)):
+                await post_turns(gateway, batch)
+                if killed_at is None and i >= 4:
+                    await eventually(lambda: counts(stack, tenant)[0] >= 150, timeout_s=30)
+                    worker.kill()
+                    killed_at = counts(stack, tenant)
+                await asyncio.sleep(0.02)
+        assert killed_at is not None and killed_at[0] < TOTAL, "the kill must land mid-stream"
 
-    running_worker.start()
-    await eventually(lambda: counts(stack, tenant) == (TOTAL, TOTAL), timeout_s=90)
-    await asyncio.sleep(2)  # let any redelivered batch land, then count again
-    assert counts(stack, tenant) == (TOTAL, TOTAL)
-    with stack.db(tenant) as conn:
-        row = conn.execute(
-            "SELECT count(DISTINCT event_id), count(DISTINCT session_id) FROM episodes WHERE tenant_id = %s",
-            (tenant,),
-        ).fetchone()
-    assert row == (TOTAL, SESSIONS)
+        await asyncio.to_thread(worker.start)
+        await eventually(lambda: counts(stack, tenant) == (TOTAL, TOTAL), timeout_s=90)
+        await asyncio.sleep(2)  # let any redelivered batch land, then count again
+        assert counts(stack, tenant) == (TOTAL, TOTAL)
+        with stack.db(tenant) as conn:
+            row = conn.execute(
+                "SELECT count(DISTINCT event_id), count(DISTINCT session_id) FROM episodes WHERE tenant_id = %s",
+                (tenant,),
+            ).fetchone()
+        assert row == (TOTAL, SESSIONS)

@@ -13,11 +13,11 @@ import httpx
 import redis
 from aiokafka import AIOKafkaProducer
 
+from schemas import topics
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
 from sinks.postgres.erasure import user_ref
 from sinks.redis.keys import buffer_key
-from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import avro_record, count_rows, post_turns, turn
 from tests.integration.test_privacy import tables_containing

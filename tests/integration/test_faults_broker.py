@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from streams.topics import TURNS
+from schemas.topics import TURNS
 from tests.integration.faults import (
     GatewaySender,
     KafkaSender,

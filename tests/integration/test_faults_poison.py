@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 from aiokafka import AIOKafkaProducer
 
-from memstream.stack.state import settings_env
+from ops.stack.state import settings_env
+from schemas import topics
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
-from streams import topics
 from tests.integration.faults import (
     KafkaSender,
     PrivateStack,
@@ -37,7 +37,7 @@ LIMIT = 2_000
 async def memstream_dlq(stack: PrivateStack, *args: str, status: int = 0) -> list[dict[str, Any]]:
     """Run ``memstream dlq ARGS`` as a user would; its JSON lines (after checking its exit status)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memstream", "dlq", *args,
+        sys.executable, "-m", "ops", "dlq", *args,
         env={**settings_env(stack.settings), "MEMSTREAM_LOG_LEVEL": "WARNING"},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip

@@ -41,7 +41,7 @@ READ_TIMEOUT_S = 2.0
 
 @pytest.fixture(scope="module")
 def served(stack: RunningStack) -> Iterator[Served]:
-    """``python -m memstream gateway`` (uvicorn, as deployed) on the test stack, with short read timeouts."""
+    """``python -m ops gateway`` (uvicorn, as deployed) on the test stack, with short read timeouts."""
     timeouts = {
         "MEMSTREAM_BODY_READ_TIMEOUT_S": str(READ_TIMEOUT_S),
         "MEMSTREAM_HEADER_READ_TIMEOUT_S": str(READ_TIMEOUT_S),

@@ -18,8 +18,8 @@ import psycopg
 from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
-from memstream.demo import PROJECT, SESSION_1
-from memstream.stack.state import settings_env
+from ops.demo import PROJECT, SESSION_1
+from ops.stack.state import settings_env
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
@@ -248,7 +248,7 @@ async def store_old_episodes(
 
 def maintain(stack: RunningStack, *args: str) -> list[dict[str, Any]]:
     result = subprocess.run(
-        [sys.executable, "-m", "memstream", "maintain", *args],
+        [sys.executable, "-m", "ops", "maintain", *args],
         env={**os.environ, **settings_env(stack.settings)}, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

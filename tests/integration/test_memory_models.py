@@ -22,8 +22,8 @@ from memstream.summarization.base import SummaryTurn
 from memstream.summarization.llm import LLMSummarizer
 from memstream.summarization.offline import ExtractiveSummarizer
 from schemas.turns import Turn
-from streams.agents.extract import ExtractionStage
-from streams.agents.summaries import _summarize
+from streams.stages.extract import ExtractionStage
+from streams.stages.summaries import _summarize
 from tests.fixtures.gemini import FakeGemini
 from tests.integration.test_gemini_llm import context, fact
 

@@ -6,7 +6,9 @@ consumer group (the embedded broker's generation-0 bug)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,10 +22,11 @@ from memstream.llm.base import LLMError
 from memstream.llm.gemini import GeminiLLM
 from memstream.metrics import LLMCollector
 from schemas.codec import turn_event_codec
+from schemas.topics import DLQ, TURNS
 from streams.tansu import incarnation_group
-from streams.topics import DLQ, TURNS
 from tests.fixtures.gemini import FakeGemini
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
+from tests.integration.faults import private_stack
 from tests.integration.helpers import avro_record, post_turns, turn
 from tests.integration.scrape import Scrape
 
@@ -126,7 +129,7 @@ async def test_worker_metrics(stack: RunningStack, running_worker: WorkerHandle,
     after = await scrape(worker.metrics_url)
 
     # The lag is right where a plain client's would not be: Tansu's ListOffsets answers a short
-    # end offset for a partition whose last batch holds several records (FACTS.md, bug 1).
+    # end offset for a partition whose last batch holds several records (docs/embedded-broker.md, bug 1).
     raw = await plain_end_offsets(bootstrap, ends)
     assert any(raw[p] < end for p, end in ends.items()), (raw, ends)
     for partition, end in ends.items():
@@ -149,14 +152,17 @@ async def test_worker_metrics(stack: RunningStack, running_worker: WorkerHandle,
     assert delta("memstream_cache_requests_total", cache="tenant_settings") >= 1
     assert 0 <= after.value("memstream_cache_hit_ratio", cache="tenant_settings") <= 1
 
-    # A clean stop leaves the consumer group at once, in generation 0 too (streams/tansu.py):
-    # on the embedded broker the member used to stay until its session timed out.
-    assert await group_members(bootstrap, worker_group(stack, worker))
-    worker.stop()
-    try:
+
+async def test_a_worker_that_stops_cleanly_leaves_its_group_at_once(tmp_path: Path) -> None:
+    """In generation 0 too (``streams/tansu.py``): on the embedded broker the member used to stay
+    until its session timed out. On a stack of its own: the session's worker is never stopped."""
+    async with private_stack(tmp_path) as stack:
+        worker = stack.worker()
+        await asyncio.to_thread(worker.start)
+        bootstrap = stack.settings.require_kafka()
+        assert await group_members(bootstrap, worker_group(stack, worker))
+        await asyncio.to_thread(worker.stop)
         assert await group_members(bootstrap, worker_group(stack, worker)) == []
-    finally:
-        worker.start()
 
 
 async def test_memory_worker_metrics(

@@ -16,7 +16,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from agents_gateway.state import GatewayState
-from memstream.stack.process import free_port
+from ops.stack.process import free_port
 from tests.fixtures.stack import RunningStack, client_for, eventually
 
 #: The attacker's rule, ten times over, then one 8 KiB command: 5.4 s on the event loop before.

@@ -7,9 +7,9 @@ import httpx
 import redis
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from schemas import topics
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
-from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import avro_record, count_rows, turn
 

@@ -35,9 +35,9 @@ import psycopg
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from memstream.privacy import redact
+from schemas import topics
 from schemas.codec import turn_event_codec
 from schemas.turns import turn_key
-from streams import topics
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import avro_record, count_rows, turn
 from tests.integration.test_bad_input import dlq_records

@@ -15,8 +15,8 @@ import pytest
 from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
-from memstream.demo import PROJECT
 from memstream.embedder.local import WordLlamaEmbedder
+from ops.demo import PROJECT
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.pool import create_pool

@@ -20,8 +20,8 @@ import pytest
 import redis.asyncio as aioredis
 from pydantic import SecretStr
 
-from memstream.demo import PROJECT, SESSION_1
-from memstream.stack.state import settings_env
+from ops.demo import PROJECT, SESSION_1
+from ops.stack.state import settings_env
 from sinks.redis.buffer import SessionBuffers, SessionRef, session_buffers
 from streams.replay.digests import Digest, differences
 from streams.replay.runner import CRASH_EXIT, ReplayOptions, ReplayReport, run_replay, scope_digest
@@ -78,7 +78,7 @@ async def tool_events(gateway: httpx.AsyncClient, user: str = "user-1") -> int:
 
 def maintain(stack: RunningStack, tenant: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "memstream", "maintain", "--tenant", tenant, "--no-forget", "--no-expire"],
+        [sys.executable, "-m", "ops", "maintain", "--tenant", tenant, "--no-forget", "--no-expire"],
         env={**os.environ, **settings_env(stack.settings)}, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -210,7 +210,7 @@ async def test_a_replay_killed_midway_resumes_from_its_checkpoint_to_the_same_me
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "memstream", "replay", "--tenant", tenant, "--batch-size", "4", *args],
+            [sys.executable, "-m", "ops", "replay", "--tenant", tenant, "--batch-size", "4", *args],
             env={**os.environ, **settings_env(stack.settings)}, capture_output=True, text=True, check=False,
         )  # fmt: skip
 

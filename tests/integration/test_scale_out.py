@@ -10,8 +10,8 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from schemas.topics import TURNS
 from streams.heartbeat import assignments
-from streams.topics import TURNS
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import counts, post_turns, turn
 

@@ -17,7 +17,7 @@ from schemas.turns import Turn
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.migrate import check_text_search_config
-from sinks.postgres.retrieval import Filters, text_candidates, vector_candidates
+from sinks.postgres.queries.retrieval import Filters, text_candidates, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index, index_name
 from tests.fixtures.stack import RunningStack
 

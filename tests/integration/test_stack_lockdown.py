@@ -24,11 +24,11 @@ import psutil
 import pytest
 import redis
 
-from memstream.stack.lockdown import lock_down
-from memstream.stack.postgres import SERVICE_USER
-from memstream.stack.process import free_port
-from memstream.stack.redis import EmbeddedRedis
-from memstream.stack.state import clear_state, settings_env, write_state
+from ops.stack.lockdown import lock_down
+from ops.stack.postgres import SERVICE_USER
+from ops.stack.process import free_port
+from ops.stack.redis import EmbeddedRedis
+from ops.stack.state import clear_state, settings_env, write_state
 from tests.fixtures.stack import RunningStack, WorkerHandle
 
 
@@ -205,7 +205,7 @@ def test_audit_export_file_is_private(stack: RunningStack, api_key: str, tenant:
             [
                 sys.executable,
                 "-m",
-                "memstream",
+                "ops",
                 "audit",
                 "export",
                 "--tenant",

@@ -1,4 +1,4 @@
-"""The embedded broker's two group/offset bugs (FACTS.md), shown with plain aiokafka and
+"""The embedded broker's two group/offset bugs (docs/embedded-broker.md), shown with plain aiokafka and
 worked around by ``streams.tansu.TansuKafkaConsumer`` (what the workers use on Tansu).
 
 Each test runs both consumers on the session's embedded broker: plain aiokafka must still
@@ -86,7 +86,7 @@ async def test_a_clean_stop_in_generation_zero_leaves_the_group(
     stack: RunningStack, admin: AIOKafkaAdminClient, consumer_class: type[AIOKafkaConsumer], workaround: bool
 ) -> None:
     """Membership, not timing: a member that did not leave stays until its session times out,
-    and the next member's join waits for that (FACTS.md: 11 s instead of 3 s here)."""
+    and the next member's join waits for that (docs/embedded-broker.md: 11 s instead of 3 s here)."""
     topic = f"test.tansu.group.{uuid.uuid4().hex[:8]}"
     group = f"test-group-{uuid.uuid4().hex[:8]}"
     await admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])

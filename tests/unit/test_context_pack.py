@@ -75,7 +75,7 @@ def test_one_statement_about_several_entities_is_one_fact_line() -> None:
     from datetime import UTC, datetime
 
     from agents_gateway.retrieval.service import _fact_lines
-    from sinks.postgres.fact_queries import FactRow
+    from sinks.postgres.queries.facts import FactRow
 
     def fact(entity: str, summary: str, importance: float, scope: str = "global") -> FactRow:
         return FactRow(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memstream.dlq import DeadLetter, Selection
-from streams import topics
+from ops.dlq import DeadLetter, Selection
+from schemas import topics
 from streams.parking import ATTEMPT, MAX_DELAY_S, attempt_of, delay_for, header
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from agents_gateway.limits import server_options
 from memstream.settings import Settings, parse_tenant_rate
-from memstream.stack.state import settings_env
+from ops.stack.state import settings_env
 
 
 def test_tenant_rates_default_and_override() -> None:

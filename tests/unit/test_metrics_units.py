@@ -10,7 +10,7 @@ from prometheus_client import generate_latest
 
 from agents_gateway.metrics import GatewayMetrics
 from memstream.settings import Settings
-from memstream.stack.supervisor import worker_metrics_port
+from ops.stack.supervisor import worker_metrics_port
 from streams.metrics import WorkerMetrics
 from streams.monitoring import PartitionOffsets, partition_offsets
 from streams.retry import Backoff, retry_until_done

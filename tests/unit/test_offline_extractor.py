@@ -3,10 +3,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memstream.demo import PROJECT, SESSION_1
 from memstream.extraction.gazetteer import find_mentions, meant_mentions
 from memstream.extraction.offline import RuleExtractor, split_sentences
 from memstream.extraction.types import ExtractedFact, ExtractionContext, ExtractionTurn, Triple
+from ops.demo import PROJECT, SESSION_1
 
 NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
 extractor = RuleExtractor()

@@ -2,10 +2,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memstream.demo import SESSION_1
 from memstream.summarization.base import SummaryTurn
 from memstream.summarization.offline import ExtractiveSummarizer
 from memstream.tokens import TokenCounter
+from ops.demo import SESSION_1
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 tokens = TokenCounter()

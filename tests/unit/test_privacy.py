@@ -23,7 +23,7 @@ from schemas.turns import MAX_METADATA_VALUE_CHARS, problems
 from streams.decoding import decode_events
 from streams.metrics import WorkerMetrics
 from streams.retry import Backoff
-from streams.stage import StageContext, redact_batch
+from streams.stages.base import StageContext, redact_batch
 
 ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
 

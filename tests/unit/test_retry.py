@@ -4,6 +4,7 @@ import redis.exceptions
 
 from memstream.embedder import EmbeddingError
 from sinks.errors import SchemaNotReadyError
+from streams.defects import CodeDefectError
 from streams.retry import Backoff, EventRejectedError, is_event_error, retry_until_done
 
 FAST = Backoff(initial_s=0.001, max_s=0.002)
@@ -62,3 +63,22 @@ def test_backoff_grows_to_its_cap() -> None:
     values = [next(delays) for _ in range(8)]
     assert all(0.5 <= v <= 8 for v in values)
     assert max(values[5:]) > 4
+
+
+async def test_a_code_defect_is_retried_a_bounded_number_of_times_then_raised() -> None:
+    attempts: list[str] = []
+
+    async def defective() -> None:
+        # outages in between are not defects and do not count towards the bound
+        attempts.append("outage" if len(attempts) % 2 else "defect")
+        if attempts[-1] == "outage":
+            raise psycopg.OperationalError("connection refused")
+        raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+
+    backoff = Backoff(initial_s=0.001, max_s=0.002, defect_attempts=3)
+    with pytest.raises(CodeDefectError) as raised:
+        await retry_until_done(defective, what="episodes sink", backoff=backoff, where="t[0]@5")
+    assert attempts == ["defect", "outage", "defect", "outage", "defect"]
+    defect = raised.value
+    assert (defect.what, defect.where, defect.attempts) == ("episodes sink", "t[0]@5", 3)
+    assert isinstance(defect.cause, TypeError)

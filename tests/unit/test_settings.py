@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from memstream.settings import ConfigurationError, Settings
-from memstream.stack.state import settings_env
+from ops.stack.state import settings_env
 
 
 def test_env_vars_configure_and_false_means_false(monkeypatch: pytest.MonkeyPatch) -> None:

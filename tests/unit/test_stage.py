@@ -15,7 +15,7 @@ from schemas.turns import Turn
 from streams.decoding import Decoded
 from streams.metrics import WorkerMetrics
 from streams.retry import Backoff
-from streams.stage import SinkStage, StageContext, write_isolating
+from streams.stages.base import SinkStage, StageContext, write_isolating
 
 
 class FakeDeadLetters:

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from sinks.postgres.retrieval import term_weights, tsquery_term
+from sinks.postgres.queries.retrieval import term_weights, tsquery_term
 
 
 def test_rare_words_select_and_weigh_more_than_common_ones() -> None:

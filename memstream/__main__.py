@@ -1,3 +1,0 @@
-from memstream.cli import main
-
-raise SystemExit(main())

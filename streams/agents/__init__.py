@@ -1,1 +1,0 @@
-"""One agent per file: each is a fan-out branch of ``memstream.turns.v1``."""
