@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
@@ -27,6 +30,7 @@ from memstream.settings import Settings
 from memstream.tokens import TokenCounter
 from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
+from sinks.postgres.queries.retrieval import text_match_indexable
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.redis.buffer import session_buffers
 from sinks.redis.client import redis_client
@@ -43,6 +47,22 @@ ROUTERS = tuple(
 
 def _cache(embedder: Embedder) -> CachedEmbedder | None:
     return embedder if isinstance(embedder, CachedEmbedder) else None
+
+
+async def _warn_without_text_index(pool: AsyncConnectionPool) -> None:
+    """Say once at start when full text cannot use its index (a database brought by the operator)."""
+    try:
+        async with pool.connection(timeout=120) as conn:
+            usable = await text_match_indexable(conn)
+    except (psycopg.Error, PoolTimeout) as exc:
+        log.warning("could not check the full-text index: %s", exc)
+        return
+    if not usable:
+        log.warning(
+            "full-text search reads every row of the user: ts_match_vq is not leakproof in this database"
+            " (a superuser can run: ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;"
+            " see SECURITY.md)"
+        )
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -90,9 +110,11 @@ def create_app(settings: Settings) -> FastAPI:
             llms=lambda: [state.llm],
         )
         state.access.start()
+        checks = asyncio.get_running_loop().create_task(_warn_without_text_index(pool), name="text-index-check")
         try:
             yield
         finally:
+            checks.cancel()
             try:
                 await state.access.stop()
                 if state.llm is not None:

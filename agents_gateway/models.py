@@ -273,6 +273,9 @@ class SearchOut(BaseModel):
     k: int
     embedding_model: str
     decomposition: DecompositionOut
+    vector_scan: Literal["exact", "hnsw"] = Field(
+        description="How the nearest episodes were found: exact distances, or the HNSW index (large users)."
+    )
     hits: list[SearchHit]
 
 
@@ -289,10 +292,15 @@ class ContextOut(BaseModel):
     budget: int
     tokenizer: str
     sections: list[ContextSectionOut]
-    naive_tokens: int = Field(description="Tokens of a prompt stuffed with the user's whole history instead.")
+    naive_tokens: int = Field(
+        description="Tokens of a prompt stuffed with the user's whole history (live episodic turns) instead."
+    )
     saved_tokens: int
     saved_ratio: float
     decomposition: DecompositionOut
+    vector_scan: Literal["exact", "hnsw"] | None = Field(
+        default=None, description="How the relevant memories' nearest episodes were found (none without a query)."
+    )
     facts: list[uuid.UUID]
     relevant: list[SearchHit]
 

@@ -18,8 +18,13 @@ a few warm-up requests, and times each request on the client:
 - ``GET /v1/context?user_id=&session_id=&project_id=&query=&budget=2000`` (facts, the
   session buffer, and a search with the rules decomposition, packed to the budget).
 
+``--users N --per-user M`` is the tenant-scale mode instead: N users of one tenant with M
+memories each (``--users 1000 --per-user 1000`` is a million rows), searched one random
+user at a time.
+
 Reported per endpoint and concurrency: p50/p95/p99/mean latency in ms and requests/s
-(requests / wall time of the run), over every request; a request the gateway refuses with
+(requests / wall time of the run), over every request, and how the nearest episodes were
+found (``vector_scan``: exact or hnsw, per request); a request the gateway refuses with
 a 5xx (503 when its pool gives no connection within 30 s) is counted in ``errors`` and its
 wait is in the latencies (``ok`` counts the 200s). The queries are the user's next messages, each one
 different (the gateway caches query embeddings, so a repeated query would be cheaper).
@@ -40,6 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -112,7 +118,7 @@ def session_of(index: int) -> tuple[str, str | None]:
     return f"session-{index}", PROJECTS[index % len(PROJECTS)]
 
 
-def history(tenant: str, rng: random.Random, count: int, *, now: datetime) -> list[Turn]:
+def history(tenant: str, rng: random.Random, count: int, *, now: datetime, user: str = USER) -> list[Turn]:
     """``count`` turns over the sessions, at random times in the last 90 days (but the last hour)."""
     turns = []
     for i in range(count):
@@ -120,7 +126,7 @@ def history(tenant: str, rng: random.Random, count: int, *, now: datetime) -> li
         role = role_at(i)
         turns.append(
             Turn(
-                event_id=uuid.uuid4(), tenant_id=tenant, agent_id=AGENT, user_id=USER, project_id=project,
+                event_id=uuid.uuid4(), tenant_id=tenant, agent_id=AGENT, user_id=user, project_id=project,
                 session_id=session, role=role, content=memory_text(rng, role),
                 event_time=now - timedelta(hours=1) - (HISTORY - timedelta(hours=1)) * rng.random(),
             )
@@ -235,8 +241,8 @@ def summary(run: Run) -> dict[str, Any]:
     }
 
 
-def search_params(rng: random.Random, n: int) -> list[dict[str, str | int]]:
-    return [{"user_id": USER, "q": query_text(rng), "k": 10} for _ in range(n)]
+def search_params(rng: random.Random, n: int, users: Sequence[str] = (USER,)) -> list[dict[str, str | int]]:
+    return [{"user_id": rng.choice(users), "q": query_text(rng), "k": 10} for _ in range(n)]
 
 
 def context_params(rng: random.Random, n: int) -> list[dict[str, str | int]]:
@@ -265,6 +271,7 @@ async def measure(
             figures = summary(run)
             if not run.bodies:
                 raise RuntimeError(f"GET {path}: no request answered at concurrency {n} ({run.errors})")
+            figures["vector_scan"] = dict(sorted(Counter(str(b.get("vector_scan")) for b in run.bodies).items()))
             if name == "search":
                 used["embedding_model"] = run.bodies[0]["embedding_model"]
                 figures["hits_mean"] = round(statistics.fmean(len(b["hits"]) for b in run.bodies), 1)
@@ -276,6 +283,40 @@ async def measure(
                 figures["tokens_mean"] = round(statistics.fmean(b["tokens"] for b in run.bodies))
             out[name][f"c{n}"] = figures
     return out, used
+
+
+async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway_url: str) -> dict[str, Any]:
+    """``--users N --per-user M``: N users of one tenant with M memories each; each search is
+    one random user's (the index and the tables hold every user's rows)."""
+    rng = random.Random(args.seed)
+    tenant = f"bench-{uuid.uuid4().hex[:8]}"
+    api_key = issue_key(settings, tenant_id=tenant, scopes=["read"], name="bench.read", rate_limit_per_s=1e6)
+    writers = Writers(WordLlamaEmbedder(), TokenCounter())
+    now = datetime.now(UTC)
+    users = [f"user-{i:05d}" for i in range(args.users)]
+    started = time.perf_counter()
+    for first in range(0, len(users), max(1, BATCH // args.per_user)):
+        chunk = users[first : first + max(1, BATCH // args.per_user)]
+        turns = [t for user in chunk for t in history(tenant, rng, args.per_user, now=now, user=user)]
+        await load(settings.require_database_url(), writers, turns)
+    load_s = time.perf_counter() - started
+    vacuum(settings.require_owner_database_url())
+    out: dict[str, Any] = {
+        "benchmark": "read", "mode": "tenant-scale", "users": args.users, "per_user": args.per_user,
+        "memories": args.users * args.per_user, "load_s": round(load_s, 1), "vector_index": settings.vector_index,
+        "embedding_model": writers.embedder.model_name, "requests": args.requests, "cpus": os.cpu_count(),
+        "search": {},
+    }  # fmt: skip
+    for n in args.concurrency:
+        await fire(gateway_url, api_key, "/v1/search", search_params(rng, max(args.warmup, n), users), concurrency=n)
+        result = await fire(gateway_url, api_key, "/v1/search", search_params(rng, args.requests, users), concurrency=n)
+        if not result.bodies:
+            raise RuntimeError(f"GET /v1/search: no request answered at concurrency {n} ({result.errors})")
+        figures = summary(result)
+        figures["vector_scan"] = dict(sorted(Counter(str(b["vector_scan"]) for b in result.bodies).items()))
+        figures["hits_mean"] = round(statistics.fmean(len(b["hits"]) for b in result.bodies), 1)
+        out["search"][f"c{n}"] = figures
+    return out
 
 
 async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) -> dict[str, Any]:
@@ -331,7 +372,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests first (at least one per client)")
     parser.add_argument("--vector-index", choices=["exact", "hnsw"], default=None)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--users", type=int, default=0, help="tenant-scale mode: this many users of one tenant")
+    parser.add_argument("--per-user", type=int, default=1_000, help="tenant-scale mode: memories of each user")
     args = parser.parse_args(argv)
+    if args.users < 0 or args.per_user < 1:
+        parser.error("--users must be 0 or more and --per-user 1 or more")
     if args.sizes != sorted(set(args.sizes)) or args.sizes[0] < BUFFERED_TURNS:
         parser.error(f"--sizes must grow, starting at {BUFFERED_TURNS} or more")
     if args.requests < 2:
@@ -344,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             embedding_provider="local", **chosen,
         )  # fmt: skip
         with stack_session(settings, memory=False) as stack:
-            result = asyncio.run(run(args, stack.settings, stack.gateway_url))
+            result = asyncio.run((run_tenant_scale if args.users else run)(args, stack.settings, stack.gateway_url))
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
     return 0
 

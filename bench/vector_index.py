@@ -27,11 +27,11 @@ from pgvector.psycopg import register_vector_async
 
 from bench.corpus import turn_text
 from memstream.embedder.local import WordLlamaEmbedder
-from memstream.settings import Settings, VectorIndex
+from memstream.settings import Settings
 from ops.stack.supervisor import EmbeddedStack
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
-from sinks.postgres.queries.retrieval import Filters, vector_candidates
+from sinks.postgres.queries.retrieval import Filters, VectorScan, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index
 
 TENANT = "bench"
@@ -71,7 +71,7 @@ async def load(url: str, embedder: WordLlamaEmbedder, *, user: str, rows: int, r
 
 
 async def time_queries(
-    url: str, embedder: WordLlamaEmbedder, *, user: str, strategy: VectorIndex, queries: list[str], k: int
+    url: str, embedder: WordLlamaEmbedder, *, user: str, strategy: VectorScan, queries: list[str], k: int
 ) -> tuple[list[float], list[list[Any]]]:
     scope = Filters(tenant_id=TENANT, user_id=user, memory_types=("episodic",))
     vectors = await embedder.embed(queries)
@@ -80,7 +80,7 @@ async def time_queries(
         await register_vector_async(conn)
         for vector in vectors:
             started = time.perf_counter()
-            rows = await vector_candidates(conn, scope, vector, model=embedder.model_name, limit=k, strategy=strategy)
+            rows = await vector_candidates(conn, scope, vector, model=embedder.model_name, limit=k, scan=strategy)
             latencies.append((time.perf_counter() - started) * 1000)
             results.append([r.id for r in rows])
     return latencies, results

@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstream.errors import MemstreamError
 
-VectorIndex = Literal["exact", "hnsw"]
+VectorIndex = Literal["auto", "exact", "hnsw"]
 EmbeddingProviderName = Literal["auto", "local", "gemini"]
 LLMProviderName = Literal["auto", "offline", "gemini"]
 
@@ -114,7 +114,14 @@ class Settings(BaseSettings):
     )
     gemini_embedding_model: str = "gemini-embedding-001"
     gemini_embedding_dim: int = 768
-    vector_index: VectorIndex = "exact"
+    vector_index: VectorIndex = Field(
+        default="auto",
+        description="auto: an HNSW index, used for users with hnsw_min_episodes or more (exact below);"
+        " exact: no index, always exact; hnsw: the index for every query.",
+    )
+    hnsw_min_episodes: int = Field(
+        default=20_000, ge=0, description="With vector_index=auto, the episodes a user needs for HNSW search."
+    )
 
     # --- LLM (fact extraction, summaries, compaction) ------------------------------------
     llm_provider: LLMProviderName = Field(
@@ -139,6 +146,19 @@ class Settings(BaseSettings):
     max_batch_turns: int = Field(default=500, ge=1)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     search_candidates: int = Field(default=50, ge=1)
+    context_relative_floor: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="A relevant memory of /v1/context scores at least this share of the best one's score.",
+    )
+    context_min_similarity: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="A relevant memory of /v1/context that shares no word with the query needs this cosine"
+        " to it; unset: the embedder's own measured floor (none for an unmeasured model).",
+    )
     rrf_k: int = Field(default=60, ge=1)
     rrf_vector_weight: float = Field(default=0.5, ge=0)
     rrf_text_weight: float = Field(default=0.5, ge=0)

@@ -19,8 +19,7 @@ import psycopg
 from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
 from memstream.embedder import Embedder
-from memstream.settings import VectorIndex
-from sinks.postgres.queries.retrieval import Candidate, Filters, text_candidates, vector_candidates
+from sinks.postgres.queries.retrieval import Candidate, Filters, VectorScan, text_candidates, vector_candidates
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,8 @@ class SearchSpec:
     text_weight: float
     rrf_k: int
     ranking: RankingOptions
-    strategy: VectorIndex
+    #: How the vector list is found (``choose_scan``: by the user's size under ``auto``).
+    scan: VectorScan
     #: Postgres text-search configuration the tenant's rows are indexed in.
     text_config: str = "english"
 
@@ -50,7 +50,7 @@ async def _one_query(
     conn: psycopg.AsyncConnection[Any], spec: SearchSpec, query: str, embedding: Any, *, model: str, now: datetime
 ) -> tuple[list[Scored], dict[tuple[str, Any], Candidate]]:
     by_vector = await vector_candidates(
-        conn, spec.filters, embedding, model=model, limit=spec.candidates, strategy=spec.strategy
+        conn, spec.filters, embedding, model=model, limit=spec.candidates, scan=spec.scan
     )
     by_text = await text_candidates(conn, spec.filters, query, limit=spec.candidates, config=spec.text_config)
     candidates: dict[tuple[str, Any], Candidate] = {(c.kind, c.id): c for c in (*by_vector, *by_text)}

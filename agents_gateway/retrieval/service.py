@@ -19,7 +19,7 @@ from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
 from agents_gateway.state import GatewayState
 from sinks.postgres.event_log import previous_session
 from sinks.postgres.queries.facts import FactRow, facts_as_of
-from sinks.postgres.queries.retrieval import EPISODE_TYPES, Filters
+from sinks.postgres.queries.retrieval import EPISODE_TYPES, Filters, OwnerTotals, VectorScan, choose_scan, owner_totals
 from sinks.redis.buffer import SessionRef
 
 CONTEXT_RELEVANT = 12
@@ -43,10 +43,16 @@ async def search(
     toggles: Toggles,
     agent_id: str | None,
     now: datetime | None = None,
-) -> tuple[list[Hit], Decomposition]:
+    totals: OwnerTotals | None = None,
+) -> tuple[list[Hit], Decomposition, VectorScan]:
     now = now or datetime.now(UTC)
     settings = state.settings
     tenant = await state.policies.settings(filters.tenant_id, conn)
+    scan = choose_scan(
+        settings.vector_index,
+        (totals or await owner_totals(conn, filters)).episodes if settings.vector_index == "auto" else 0,
+        hnsw_min_episodes=settings.hnsw_min_episodes,
+    )
     decomposition = await decompose(
         query, method=method, session_id=filters.session_id,
         previous_session_id=await previous_session(
@@ -70,7 +76,7 @@ async def search(
             half_life_days=tenant.ranking.half_life_days or settings.search_half_life_days,
             decay_floor=settings.search_decay_floor,
         ),
-        strategy=settings.vector_index,
+        scan=scan,
         text_config=tenant.text_search_config or settings.text_search_config,
     )  # fmt: skip
     hits = await hybrid_search(conn, spec, state.embedder, now=now)
@@ -79,7 +85,7 @@ async def search(
         episodes=[h.candidate.id for h in hits if h.candidate.kind == "episode"],
         facts=[h.candidate.id for h in hits if h.candidate.kind == "fact"],
     )
-    return hits, decomposition
+    return hits, decomposition, scan
 
 
 def to_hit(hit: Hit) -> SearchHit:
@@ -99,15 +105,34 @@ def decomposition_out(decomposition: Decomposition) -> DecompositionOut:
     return DecompositionOut(method=decomposition.method, queries=decomposition.queries)
 
 
-async def naive_tokens(conn: psycopg.AsyncConnection[Any], user_id: str, project_id: str | None) -> int:
-    """What stuffing the user's whole history into the prompt would cost (every turn ever stored)."""
-    cur = await conn.execute(
-        "SELECT coalesce(sum(token_count), 0) FROM episodes WHERE user_id = %s AND memory_type = 'episodic'"
-        " AND (%s::text IS NULL OR project_id = %s OR project_id IS NULL)",
-        (user_id, project_id, project_id),
-    )
-    row = await cur.fetchone()
-    return int(row[0]) if row else 0
+#: A hit that shares no word with the query needs this share of the best hit's cosine.
+SIMILARITY_SHARE = 0.7
+
+
+def relevant_only(hits: Sequence[Hit], *, relative: float, min_similarity: float | None) -> list[Hit]:
+    """The hits worth a prompt's tokens: the nearest memories always exist, relevant or not,
+    so ranking alone would fill the budget with small talk. A hit stays when its score is at
+    least ``relative`` of the best one's and, unless it shares a word with the query (found
+    by full text), when its cosine to the query reaches both ``min_similarity`` (the
+    embedder's "unrelated" line) and ``SIMILARITY_SHARE`` of the best hit's cosine. When
+    nothing qualifies the section stays empty and its budget unused."""
+    if not hits:
+        return []
+    best = max(h.scored.score for h in hits)
+    similarities = [1.0 - h.candidate.distance for h in hits if h.candidate.distance is not None]
+    floor = SIMILARITY_SHARE * max(similarities) if similarities else None
+    if min_similarity is not None:
+        floor = max(floor, min_similarity) if floor is not None else min_similarity
+    kept = []
+    for hit in hits:
+        if hit.scored.score < relative * best:
+            continue
+        distance = hit.candidate.distance
+        if not hit.scored.parts.get("text_rank") and floor is not None:
+            if distance is None or 1.0 - distance < floor:
+                continue
+        kept.append(hit)
+    return kept
 
 
 def _where(scope: str, project_id: str | None) -> str:
@@ -153,10 +178,13 @@ async def build_context(
     summary = view.summary.text if view.summary and (agent_id is None or set(view.summary.agents) <= {agent_id}) else ""
     hits: list[Hit] = []
     decomposition = Decomposition("off", [])
+    filters = Filters(tenant_id=tenant_id, user_id=user_id, project_id=project_id, session_id=session_id,
+                      memory_types=(*EPISODE_TYPES, "skill"))  # fmt: skip
+    #: The whole history's tokens (what stuffing it into the prompt would cost) and the user's size.
+    totals = await owner_totals(conn, filters)
+    scan: VectorScan | None = None
     if query:
-        filters = Filters(tenant_id=tenant_id, user_id=user_id, project_id=project_id, session_id=session_id,
-                          memory_types=(*EPISODE_TYPES, "skill"))  # fmt: skip
-        hits, decomposition = await search(
+        hits, decomposition, scan = await search(
             state,
             conn,
             filters,
@@ -165,8 +193,14 @@ async def build_context(
             method=method,
             toggles=Toggles(),
             agent_id=agent_id,
+            totals=totals,
         )
-        hits = [h for h in hits if str(h.candidate.id) not in recent_ids][:CONTEXT_RELEVANT]
+        floor = state.settings.context_min_similarity
+        hits = relevant_only(
+            [h for h in hits if str(h.candidate.id) not in recent_ids],
+            relative=state.settings.context_relative_floor,
+            min_similarity=floor if floor is not None else state.embedder.unrelated_below,
+        )[:CONTEXT_RELEVANT]
     where = ", ".join(x for x in (f"project {project_id}" if project_id else "", f"session {session_id}") if x)
     packed = pack(
         f"# Memory for {user_id} ({where})",
@@ -180,7 +214,7 @@ async def build_context(
         budget=budget,
         tokens=state.tokens,
     )  # fmt: skip
-    naive = await naive_tokens(conn, user_id, project_id) + (state.tokens.count(query) if query else 0)
+    naive = totals.episodic_tokens + (state.tokens.count(query) if query else 0)
     fact_ids = [fact_id for i in sorted(packed.sections["facts"].chosen) for fact_id in facts[i][1]]
     state.access.note(tenant_id, facts=fact_ids)
     return ContextOut(
@@ -190,6 +224,7 @@ async def build_context(
         naive_tokens=naive, saved_tokens=max(0, naive - packed.tokens),
         saved_ratio=round(1 - packed.tokens / naive, 4) if naive > packed.tokens else 0.0,
         decomposition=decomposition_out(decomposition),
+        vector_scan=scan,
         facts=fact_ids,
         relevant=[to_hit(hits[i]) for i in sorted(packed.sections["relevant"].chosen)],
     )  # fmt: skip

@@ -80,7 +80,7 @@ async def search_memory(
     )  # fmt: skip
     async with tenant_transaction(state.pool, filters.tenant_id, agent_id=principal.agent_id,
                                   actor=principal.key_id) as conn:  # fmt: skip
-        hits, decomposition = await search(
+        hits, decomposition, scan = await search(
             state,
             conn,
             filters,
@@ -92,5 +92,5 @@ async def search_memory(
         )
     return SearchOut(
         query=q, k=k, embedding_model=state.embedder.model_name, decomposition=decomposition_out(decomposition),
-        hits=[to_hit(h) for h in hits],
+        vector_scan=scan, hits=[to_hit(h) for h in hits],
     )  # fmt: skip

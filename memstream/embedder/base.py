@@ -29,6 +29,10 @@ class Embedder(ABC):
     #: Recorded with every vector, e.g. ``wordllama/l2_supercat@256``.
     model_name: str
     dim: int
+    #: Cosine below which a text is unrelated to a query in this model's space (measured per
+    #: model: unrelated sentences sit near 0 for WordLlama, far higher for others); ``None``
+    #: when not measured, and then no memory is dropped for its similarity alone.
+    unrelated_below: float | None = None
 
     @abstractmethod
     async def embed(self, texts: Sequence[str]) -> Vectors:
@@ -54,6 +58,7 @@ class CachedEmbedder(Embedder):
         self.inner = inner
         self.model_name = inner.model_name
         self.dim = inner.dim
+        self.unrelated_below = inner.unrelated_below
         self.max_entries = max_entries
         self._cache: OrderedDict[bytes, Vectors] = OrderedDict()
         self.hits = 0

@@ -18,6 +18,9 @@ class WordLlamaEmbedder(Embedder):
 
     model_name = f"wordllama/{MODEL_CONFIG}@{MODEL_DIM}"
     dim = MODEL_DIM
+    #: Unrelated sentences score -0.1..0.1 against a question, related ones 0.4 and up
+    #: (tests/integration/test_read_path.py holds such a memory).
+    unrelated_below = 0.2
 
     def __init__(self) -> None:
         try:

@@ -25,6 +25,9 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "event_log": ("SELECT", "INSERT"),
     # UPDATE: access statistics and archiving; DELETE: expiry and forgetting.
     "episodes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+    # Kept by the triggers on episodes (migration 0009): the app only reads them.
+    "episode_counts": ("SELECT",),
+    "episode_terms": ("SELECT",),
     "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "edges": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "skills": ("SELECT", "INSERT", "UPDATE"),

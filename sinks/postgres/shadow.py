@@ -51,12 +51,14 @@ async def _qualified(conn: psycopg.AsyncConnection[Any], schema: str, name: str)
 
 
 async def _clone_triggers(conn: psycopg.AsyncConnection[Any], live: str, shadow: str, name: str) -> None:
-    """Recreate the live table's own triggers (e.g. the text-search configuration of new rows)
-    on the shadow table, from their catalog definitions."""
+    """Recreate the live table's own row triggers (e.g. the text-search configuration of new
+    rows) on the shadow table, from their catalog definitions. The statement triggers that
+    keep the live read totals are not copied: the switch's writes to the live table keep them."""
     source, target = await _qualified(conn, live, name), await _qualified(conn, shadow, name)
     await conn.execute("SELECT set_config('search_path', 'pg_catalog', true)")  # fully qualified definitions
     cur = await conn.execute(
-        "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal",
+        "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = to_regclass(%s) AND NOT tgisinternal"
+        " AND (tgtype & 1) = 1",  # row triggers: the statement triggers keep live totals (migration 0009)
         (source,),
     )
     definitions = await cur.fetchall()

@@ -3,6 +3,8 @@
 ``exact``: no ANN index; a query scans one user's rows (through ``episodes_owner``)
 and computes exact distances. Ingest is not slowed by index maintenance.
 ``hnsw``: a partial HNSW index per embedding model, on ``embedding::vector(dim)``.
+``auto`` (the default): the HNSW index, used only for users with ``hnsw_min_episodes`` or
+more episodes (``choose_scan``); smaller users are scanned exactly.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def ensure_vector_index(owner_url: str, *, strategy: VectorIndex, model: str, di
                 (_PREFIX + "%",),
             )
         }
-        wanted = {index_name(model)} if strategy == "hnsw" else set()
+        wanted = {index_name(model)} if strategy in ("hnsw", "auto") else set()
         for name in sorted(existing - wanted):
             log.info("dropping vector index %s (strategy is %s)", name, strategy)
             conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))

@@ -149,20 +149,21 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
         async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
             await register_vector_async(conn)
             await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
-            exact = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="exact")
+            exact = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, scan="exact")
             async with conn.transaction():
-                await conn.execute("SET LOCAL enable_seqscan = off")
-                await conn.execute("SET LOCAL enable_indexscan = on")
-                hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, strategy="hnsw")
+                hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, scan="hnsw")
+                plan = await conn.execute("EXPLAIN SELECT 1 FROM episodes ORDER BY created_at")
+                assert "Sort" in "".join(r[0] for r in await plan.fetchall()), "the planner's settings are back"
         assert [r.id for r in hnsw] == [r.id for r in exact]
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) in names
-    finally:
         ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim)
-    with stack.owner_db() as conn:
-        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
-    assert index_name(EMBEDDER.model_name) not in names
+        with stack.owner_db() as conn:
+            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
+        assert index_name(EMBEDDER.model_name) not in names
+    finally:  # as the stack was started
+        ensure_vector_index(owner, strategy=stack.settings.vector_index, model=EMBEDDER.model_name, dim=EMBEDDER.dim)
 
 
 async def test_a_rare_word_outweighs_a_name_on_every_turn(stack: RunningStack, tenant: str) -> None:

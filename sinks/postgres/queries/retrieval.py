@@ -5,6 +5,10 @@ Scope, exactly as the seeds define it: the caller's user, and with a project P o
 memory and memory of no project (`global`); session-scoped facts only inside their session.
 Expired, superseded and archived rows are never candidates. Every value is a bind
 parameter; the only composed SQL is the HNSW cast's dimension, an int checked here.
+
+Nothing here counts a user's rows at query time: how many episodes a user has and in how
+many each word occurs are running totals (``episode_counts``, ``episode_terms``, kept by
+triggers, migration 0009), read under the same row-level security as the episodes.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import zip_longest
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -119,7 +123,42 @@ _OR_QUERY = (
 )
 
 
-def _distance(strategy: VectorIndex, dim: int) -> sql.Composable:
+#: How one query finds its nearest episodes: exact distances over the user's rows, or the HNSW index.
+VectorScan = Literal["exact", "hnsw"]
+VECTOR_SCANS: tuple[VectorScan, ...] = get_args(VectorScan)
+
+
+def choose_scan(strategy: VectorIndex, episodes: int, *, hnsw_min_episodes: int) -> VectorScan:
+    """``auto``: exact below ``hnsw_min_episodes`` episodes of the user (a scan of a few
+    thousand rows through ``episodes_owner`` is faster than the index and exact), HNSW above."""
+    if strategy == "auto":
+        return "hnsw" if episodes >= hnsw_min_episodes else "exact"
+    return strategy
+
+
+_COUNT_SQL = (
+    "SELECT coalesce(sum(episodes), 0) AS episodes, coalesce(sum(episodic_tokens)"
+    " FILTER (WHERE %(project_id)s::text IS NULL OR project_id IN (%(project_id)s, '')), 0) AS episodic_tokens"
+    " FROM episode_counts WHERE tenant_id = %(tenant_id)s AND user_id = %(user_id)s"
+)
+
+
+@dataclass(frozen=True)
+class OwnerTotals:
+    #: Live (not archived) episodes of the user the reader may see, every project.
+    episodes: int
+    #: Tokens of the user's live episodic turns in the project (and of no project).
+    episodic_tokens: int
+
+
+async def owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters) -> OwnerTotals:
+    """The running totals of the user's episodes (one index lookup, not a count of rows)."""
+    cur = await conn.execute(_COUNT_SQL, filters.params())
+    row = await cur.fetchone()
+    return OwnerTotals(int(row[0]), int(row[1])) if row else OwnerTotals(0, 0)
+
+
+def _distance(strategy: VectorScan, dim: int) -> sql.Composable:
     if not 0 < dim <= 16_000:
         raise ValueError(f"implausible vector dimension {dim}")
     if strategy == "hnsw":  # must match the partial expression index (vector_index.py)
@@ -146,26 +185,39 @@ def _vector_sql(kind: Kind, distance: sql.Composable) -> sql.Composed:
     )
 
 
-_LEXEMES_SQL = "SELECT tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))"
-#: Document frequencies of the query's lexemes in a sample of the user's episodes (one pass
-#: over at most SAMPLE rows; an exact count of a common word over 100k rows costs ~50 ms each).
-_SAMPLE_DF_SQL = sql.SQL(
-    "WITH s AS MATERIALIZED (SELECT tsv FROM episodes WHERE {where} LIMIT %(sample)s)"
-    " SELECT (SELECT count(*) FROM s) AS n, l.lexeme, (SELECT count(*) FROM s WHERE s.tsv @@ l.q) AS df"
-    " FROM unnest(%(lexemes)s::text[], %(terms)s::tsquery[]) AS l(lexeme, q)"
-).format(where=sql.SQL(_EPISODE_WHERE))
+#: The query's lexemes (stemmed, stopwords dropped), how many live episodes the user has and
+#: in how many each lexeme occurs: the running totals the reader may see (RLS), one round trip.
+_TERMS_SQL = (
+    "SELECT l.lexeme,"
+    " (SELECT coalesce(sum(c.episodes), 0) FROM episode_counts c"
+    "   WHERE c.tenant_id = %(tenant_id)s AND c.user_id = %(user_id)s) AS n,"
+    " (SELECT coalesce(sum(t.df), 0) FROM episode_terms t"
+    "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df"
+    " FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme)"
+)
 #: Episodes holding any selective lexeme, scored by the IDF of the lexemes they hold (BM25
 #: without term frequency: turns are short), cover density breaking ties.
 _EPISODE_TEXT_SQL = (
     "SELECT {cols}, {score} + 0.01 * ts_rank_cd(tsv, %(any)s::tsquery) AS text_rank FROM episodes"
     " WHERE {where} AND tsv @@ %(filter)s::tsquery ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
 )
-#: Rows sampled for document frequencies; beyond it IDF hardly changes.
-SAMPLE = 2_000
-#: A lexeme in more than this share of the user's episodes (a speaker's name, "deploy" in a
-#: deployment log) does not select candidates: it would pull in a large part of the corpus.
-COMMON_SHARE = 0.05
-MIN_COMMON_DF = 3
+
+
+async def text_match_indexable(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether ``tsvector @@ tsquery`` is leakproof in this database: only then may a query
+    under row-level security find its full-text candidates through the GIN index (otherwise
+    it reads every row of the user). ``memstream up`` declares it so; a database brought by
+    the operator needs a superuser to (SECURITY.md)."""
+    cur = await conn.execute("SELECT proleakproof FROM pg_proc WHERE oid = 'pg_catalog.ts_match_vq'::regproc")
+    row = await cur.fetchone()
+    return bool(row and row[0])
+
+
+#: How many episodes the selective lexemes may pull in together (what a query reads and scores).
+SELECTED_ROWS = 2_000
+#: A lexeme in more than this share of the user's episodes (a speaker's name on every turn)
+#: does not select candidates, however small the memory: it would pull in most of it.
+MAJORITY_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -176,15 +228,24 @@ class TermWeights:
     selective: list[str]
 
 
-def term_weights(n_docs: int, df: dict[str, int], *, df_cap: int) -> TermWeights:
-    """IDF (BM25's, ``ln(1 + (N - df + 0.5) / (df + 0.5))``) per lexeme; lexemes in ``df_cap``
-    or more of the ``n_docs`` sampled are common: they only add to a score. When every lexeme
-    is common the two least common select (an agent asking about its own name)."""
+def term_weights(n_docs: int, df: dict[str, int], *, budget: int = SELECTED_ROWS) -> TermWeights:
+    """IDF (BM25's, ``ln(1 + (N - df + 0.5) / (df + 0.5))``) per lexeme. The rarest lexemes
+    that occur in no more than half the episodes select candidates, as many as fit together
+    in ``budget`` episodes (always the rarest one); the others only add to a score. So a
+    small memory selects on every word it does not hold everywhere (a project's name in 3
+    of 20 turns still finds them), and a large one never reads thousands of rows for a word
+    like "deploy". When every word is in most episodes, the two least common select (an
+    agent asking about its own name)."""
     idf = {t: math.log(1 + (n_docs - min(d, n_docs) + 0.5) / (d + 0.5)) for t, d in df.items()}
-    selective = sorted(t for t, d in df.items() if d < df_cap)
-    if not selective and df:
-        selective = sorted(df, key=lambda t: (df[t], t))[:2]
-    return TermWeights(idf, selective)
+    present = sorted((t for t in df if df[t] > 0), key=lambda t: (df[t], t))
+    selective: list[str] = []
+    pulled = 0
+    for term in (t for t in present if df[t] <= MAJORITY_SHARE * n_docs):
+        if selective and pulled + df[term] > budget:
+            break
+        selective.append(term)
+        pulled += df[term]
+    return TermWeights(idf, sorted(selective or present[:2]))
 
 
 def tsquery_term(lexeme: str) -> str:
@@ -193,16 +254,13 @@ def tsquery_term(lexeme: str) -> str:
 
 
 async def _episode_text(
-    cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], lexemes: list[str]
+    cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], df: dict[str, int], n_docs: int
 ) -> list[dict[str, Any]]:
-    terms = [tsquery_term(t) for t in lexemes]
-    await cur.execute(_SAMPLE_DF_SQL, {**params, "sample": SAMPLE, "lexemes": lexemes, "terms": terms})
-    rows = await cur.fetchall()
-    n_docs = int(rows[0]["n"]) if rows else 0
-    if n_docs == 0:
+    weights = term_weights(n_docs, df)
+    if n_docs == 0 or not weights.selective:
         return []
-    df = {str(r["lexeme"]): int(r["df"]) for r in rows}
-    weights = term_weights(n_docs, df, df_cap=max(MIN_COMMON_DF, math.ceil(n_docs * COMMON_SHARE)))
+    lexemes = sorted(df)
+    terms = [tsquery_term(t) for t in lexemes]
     score = sql.SQL(" + ").join(
         sql.SQL("CASE WHEN tsv @@ {}::tsquery THEN {}::float8 ELSE 0 END").format(
             sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
@@ -258,6 +316,11 @@ def _as_array(value: Any) -> npt.NDArray[np.float32]:
     return np.asarray(value.to_numpy() if isinstance(value, Vector) else value, dtype=np.float32)
 
 
+def _real(value: float) -> float:
+    """A ``real`` column read in binary as the text protocol prints it (0.9, not 0.8999999761581421)."""
+    return float(str(np.float32(value)))
+
+
 def _candidate(kind: Kind, row: dict[str, Any]) -> Candidate:
     if kind == "skill":
         rate = (row["successes"] + 1) / (row["attempts"] + 2)
@@ -270,12 +333,18 @@ def _candidate(kind: Kind, row: dict[str, Any]) -> Candidate:
             distance=row.get("distance"), text_rank=row.get("text_rank"), entity=row["name"],
         )  # fmt: skip
     return Candidate(
-        kind, row["id"], row["memory_type"], row["content"], row["created_at"], float(row["importance"]),
+        kind, row["id"], row["memory_type"], row["content"], row["created_at"], _real(row["importance"]),
         list(row["tags"] or []), _as_array(row["embedding"]), session_id=row.get("session_id"),
         project_id=row.get("project_id"), agent_id=row.get("agent_id"), role=row.get("role"),
         scope=row.get("scope"), entity=row.get("entity"), distance=row.get("distance"),
         text_rank=row.get("text_rank"),
     )  # fmt: skip
+
+
+#: Candidates the HNSW scan keeps in its list (pgvector's ``hnsw.ef_search``): at least the
+#: limit, or fewer than ``limit`` rows come back.
+def _ef_search(limit: int) -> int:
+    return min(1_000, max(100, 2 * limit))
 
 
 async def vector_candidates(
@@ -285,20 +354,39 @@ async def vector_candidates(
     *,
     model: str,
     limit: int,
-    strategy: VectorIndex,
+    scan: VectorScan,
 ) -> list[Candidate]:
-    """The nearest candidates of every requested kind, nearest first (one embedding space)."""
+    """The nearest candidates of every requested kind, nearest first (one embedding space).
+
+    ``hnsw``: the episodes come from the HNSW index with iterative scans (the filters and
+    row-level security apply while it walks). The planner cannot see that one user holds
+    most of the rows it filters on, so the index is asked for explicitly; should the scan
+    still return fewer than ``limit`` rows (a filter few rows pass), the exact scan answers.
+    Facts and skills are few per user: always exact."""
     params = {**filters.params(), "embedding": embedding, "model": model, "limit": limit}
+    dim = int(embedding.shape[0])
     out: list[Candidate] = []
-    async with conn.transaction():
-        if strategy == "hnsw":
-            # Under filters (and RLS) a plain HNSW scan returns too few rows (docs/measurements.md).
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        async with conn.cursor(row_factory=dict_row) as cur:
-            for kind in _kinds(filters):
-                distance = _distance(strategy if kind == "episode" else "exact", int(embedding.shape[0]))
-                await cur.execute(_vector_sql(kind, distance), params)
-                out.extend(_candidate(kind, row) for row in await cur.fetchall())
+    async with conn.cursor(row_factory=dict_row, binary=True) as cur:
+        for kind in _kinds(filters):
+            rows: list[dict[str, Any]] = []
+            if kind == "episode" and scan == "hnsw":
+                await cur.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                    " set_config('hnsw.ef_search', %(ef)s, true), set_config('enable_seqscan', 'off', true),"
+                    " set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
+                    {"ef": str(_ef_search(limit))},
+                )
+                await cur.execute(_vector_sql(kind, _distance("hnsw", dim)), params)
+                rows = await cur.fetchall()
+                # Back for the rest of the transaction (an error aborts it: nothing else runs).
+                await cur.execute(
+                    "SELECT set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'on', true),"
+                    " set_config('enable_sort', 'on', true)"
+                )
+            if len(rows) < limit:
+                await cur.execute(_vector_sql(kind, _distance("exact", dim)), params)
+                rows = await cur.fetchall()
+            out.extend(_candidate(kind, row) for row in rows)
     out.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
     return out[:limit]
 
@@ -310,15 +398,15 @@ async def text_candidates(
     kind (episodes by IDF, facts and skills by cover density), kinds interleaved by rank."""
     params = {**filters.params(), "text": text, "limit": limit, "config": config}
     by_kind: list[list[Candidate]] = []
-    async with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(_LEXEMES_SQL, params)
-        row = await cur.fetchone()
-        lexemes = sorted(set(row["tsvector_to_array"] or [])) if row else []
-        if not lexemes:
+    async with conn.cursor(row_factory=dict_row, binary=True) as cur:
+        await cur.execute(_TERMS_SQL, params)
+        terms = await cur.fetchall()
+        if not terms:
             return []
+        df = {str(r["lexeme"]): int(r["df"]) for r in terms}
         for kind in _kinds(filters):
             if kind == "episode":
-                rows = await _episode_text(cur, params, lexemes)
+                rows = await _episode_text(cur, params, df, int(terms[0]["n"]))
             else:
                 await cur.execute(_TEXT_SQL[kind], params)
                 rows = await cur.fetchall()
