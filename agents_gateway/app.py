@@ -32,6 +32,7 @@ from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
 from sinks.postgres.queries.retrieval import text_match_indexable
 from sinks.postgres.tenant_settings import PolicyCache
+from sinks.postgres.vector_index import IndexWatch
 from sinks.redis.buffer import session_buffers
 from sinks.redis.client import redis_client
 from sinks.redis.event_claims import EventClaims
@@ -104,6 +105,7 @@ def create_app(settings: Settings) -> FastAPI:
             access=AccessRecorder(pool),
             tokens=TokenCounter(),
             llm=build_llm(settings),
+            vector_index=IndexWatch(embedder.model_name),
         )
         state.metrics.watch(
             caches=lambda: {"auth": state.auth, "tenant_settings": state.policies, "embedding": _cache(state.embedder)},

@@ -23,7 +23,8 @@ from agents_gateway.state import gateway_state
 from memstream.settings import Settings
 from schemas.turns import control_problem
 from sinks.postgres.api_keys import KeyRecord, lookup_key
-from sinks.redis.rate_limit import RateLimiter
+from sinks.redis.keys import principal_bucket_keys
+from sinks.redis.rate_limit import Bucket, RateLimiter
 
 Scope = str
 #: Lets a key publish turns with role ``system`` (they speak for the operator, not the user).
@@ -201,12 +202,14 @@ class Authenticator:
             rate, burst = record.rate_limit_per_s, max(1.0, record.rate_limit_per_s)
         else:
             rate, burst = self.settings.rate_limit_per_s, self.settings.rate_limit_burst
-        verdict = await self.limiter.take("key", key_id, rate_per_s=rate, burst=burst)
-        if not verdict.allowed:
-            raise _too_many("rate_limited", f"rate limit of {rate:g} requests/s exceeded", verdict.retry_after_s)
         tenant_rate, tenant_burst = self.settings.tenant_rate(record.tenant_id)
-        verdict = await self.limiter.take("tenant", record.tenant_id, rate_per_s=tenant_rate, burst=tenant_burst)
-        if not verdict.allowed:
+        key_bucket, tenant_bucket = principal_bucket_keys(record.tenant_id, key_id)
+        refused, verdict = await self.limiter.take_all(
+            [Bucket(key_bucket, rate, burst), Bucket(tenant_bucket, tenant_rate, tenant_burst)]
+        )
+        if refused == 0:
+            raise _too_many("rate_limited", f"rate limit of {rate:g} requests/s exceeded", verdict.retry_after_s)
+        if refused == 1:
             raise _too_many(
                 "tenant_rate_limited",
                 f"the tenant's rate limit of {tenant_rate:g} requests/s (all its keys together) exceeded",

@@ -18,6 +18,7 @@ from memstream.llm.base import LLMClient
 from memstream.settings import Settings
 from memstream.tokens import TokenCounter
 from sinks.postgres.tenant_settings import PolicyCache
+from sinks.postgres.vector_index import IndexWatch
 from sinks.redis.buffer import SessionBuffers
 from sinks.redis.event_claims import EventClaims
 
@@ -44,6 +45,8 @@ class GatewayState:
     tokens: TokenCounter
     #: For query decomposition by LLM (None without a Gemini key).
     llm: LLMClient | None
+    #: Whether the HNSW index is there to use (``vector_index=auto`` builds it when needed).
+    vector_index: IndexWatch
 
 
 def gateway_state(connection: HTTPConnection) -> GatewayState:

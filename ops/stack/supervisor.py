@@ -191,7 +191,10 @@ def prepare_storage(settings: Settings, *, app_role: str | None) -> None:
     if applied:
         log.info("applied migrations %s", applied)
     model, dim = embedding_identity(settings)
-    ensure_vector_index(settings.require_owner_database_url(), strategy=settings.vector_index, model=model, dim=dim)
+    ensure_vector_index(
+        settings.require_owner_database_url(), strategy=settings.vector_index, model=model, dim=dim,
+        min_episodes=settings.hnsw_min_episodes,
+    )  # fmt: skip
     asyncio.run(
         ensure_topics(
             settings.require_kafka(),

@@ -86,8 +86,14 @@ def event_claim_key(tenant_id: str, event_id: str) -> str:
 
 
 def rate_limit_key(scope: str, subject: str) -> str:
-    """A token bucket: ``scope`` is what is limited (``key``, ``tenant``, ``addr``), ``subject`` which one."""
+    """A token bucket: ``scope`` is what is limited (``addr``), ``subject`` which one."""
     return redis_key("rl", (scope, subject))
+
+
+def principal_bucket_keys(tenant_id: str, key_id: str) -> tuple[str, str]:
+    """The buckets of an API key and of its tenant, on one Redis Cluster slot (the tenant's),
+    so one script takes from both or from neither."""
+    return redis_key("rl", ("tenant", tenant_id), "key", key_id), redis_key("rl", ("tenant", tenant_id))
 
 
 def defect_key(app_id: str) -> str:

@@ -246,6 +246,8 @@ def test_slow_headers_get_408_and_idle_connections_are_closed(served: Served) ->
 # --- the per-address limit, the auth cache, the tenant's limit (in process) -------------------
 
 LIMITED_TENANT = f"t-lim-{uuid.uuid4().hex[:8]}"
+#: A second limited tenant (1 request/s, bursts of 4), for a test of its own.
+SHARING_TENANT = f"t-share-{uuid.uuid4().hex[:8]}"
 ADDR_BURST = 10
 
 
@@ -258,7 +260,7 @@ async def limited_app(stack: RunningStack) -> AsyncIterator[FastAPI]:
         "auth_cache_s": 60.0,  # the valid key's entry stays fresh through the test
         "addr_rate_limit_burst": ADDR_BURST,
         "auth_negative_cache_size": 16,
-        "tenant_rate_limits": (f"{LIMITED_TENANT}=1/6",),
+        "tenant_rate_limits": (f"{LIMITED_TENANT}=1/6", f"{SHARING_TENANT}=1/4"),
     }
     app = create_app(Settings(**{**stack.settings.model_dump(), **overrides}))
     async with app.router.lifespan_context(app):
@@ -348,6 +350,18 @@ async def test_a_tenant_limit_covers_all_its_keys(stack: RunningStack, limited_a
     # Another tenant is not held back by this one.
     async with client_at(limited_app, address, stack.key(tenant)) as other:
         assert (await other.get("/v1/search", params={"user_id": "u", "q": "x"})).status_code == 200
+
+
+async def test_a_key_over_its_own_limit_spends_none_of_its_tenants(stack: RunningStack, limited_app: FastAPI) -> None:
+    """The key's bucket and the tenant's are taken together or not at all: a runaway agent
+    key refused at its own limit does not drain the budget of the tenant's other keys."""
+    runaway, other = stack.key(SHARING_TENANT, rate_limit_per_s=1), stack.key(SHARING_TENANT)
+    params = {"user_id": "u", "q": "x"}
+    async with client_at(limited_app, some_address(), runaway) as a:
+        statuses = [(await a.get("/v1/search", params=params)).status_code for _ in range(12)]
+    assert statuses[0] == 200 and statuses.count(429) >= 10, statuses
+    async with client_at(limited_app, some_address(), other) as b:
+        assert [(await b.get("/v1/search", params=params)).status_code for _ in range(3)] == [200] * 3
 
 
 # --- the Redis pool -------------------------------------------------------------------------

@@ -12,14 +12,16 @@ import pytest
 from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
+from agents_gateway.app import create_app
 from memstream.embedder.local import WordLlamaEmbedder
+from memstream.settings import Settings
 from schemas.turns import Turn
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.migrate import check_text_search_config
 from sinks.postgres.queries.retrieval import Filters, text_candidates, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index, index_name
-from tests.fixtures.stack import RunningStack
+from tests.fixtures.stack import RunningStack, client_for
 
 EMBEDDER = WordLlamaEmbedder()
 
@@ -144,7 +146,7 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
     query = (await EMBEDDER.embed(["which cache do we use"]))[0]
     scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
     owner = stack.settings.require_owner_database_url()
-    ensure_vector_index(owner, strategy="hnsw", model=EMBEDDER.model_name, dim=EMBEDDER.dim)
+    ensure_vector_index(owner, strategy="hnsw", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
     try:
         async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
             await register_vector_async(conn)
@@ -158,12 +160,15 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) in names
-        ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim)
+        ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) not in names
     finally:  # as the stack was started
-        ensure_vector_index(owner, strategy=stack.settings.vector_index, model=EMBEDDER.model_name, dim=EMBEDDER.dim)
+        ensure_vector_index(
+            owner, strategy=stack.settings.vector_index, model=EMBEDDER.model_name, dim=EMBEDDER.dim,
+            min_episodes=stack.settings.hnsw_min_episodes,
+        )  # fmt: skip
 
 
 async def test_a_rare_word_outweighs_a_name_on_every_turn(stack: RunningStack, tenant: str) -> None:
@@ -225,3 +230,36 @@ async def test_an_unknown_deployment_language_fails_loudly(stack: RunningStack) 
         await check_text_search_config(conn, "pg_catalog.german")
         with pytest.raises(SchemaNotReadyError, match=r"klingon.*it has: .*english"):
             await check_text_search_config(conn, "klingon")
+
+
+async def test_auto_switches_a_large_user_to_hnsw_with_the_same_hits(stack: RunningStack, tenant: str) -> None:
+    """Under ``vector_index=auto`` a user past ``hnsw_min_episodes`` is searched through the
+    index once it is built, a smaller one exactly; on a small corpus both find the same."""
+    topics = ["rsync deploys", "dark mode", "valkey caching", "alloydb", "fastapi routes", "timeouts", "pytest"]
+    await store(stack, tenant, [{"content": f"note {i} about {t}"} for i, t in enumerate(topics)])
+    await store(stack, tenant, [{"content": "a note about caching", "user": "small"}])
+    owner = stack.settings.require_owner_database_url()
+
+    async def scans(min_episodes: int, user: str = "u1") -> tuple[str, list[str]]:
+        app = create_app(Settings(**{**stack.settings.model_dump(), "hnsw_min_episodes": min_episodes}))
+        async with app.router.lifespan_context(app), client_for(app, stack.key(tenant)) as client:
+            response = await client.get("/v1/search", params={"user_id": user, "q": "which cache do we use", "k": 5})
+        assert response.status_code == 200, response.text
+        return response.json()["vector_scan"], [h["id"] for h in response.json()["hits"]]
+
+    ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
+    assert not ensure_vector_index(owner, strategy="auto", model=EMBEDDER.model_name, dim=EMBEDDER.dim,
+                                   min_episodes=10**9), "no user needs it: not built"  # fmt: skip
+    exact_scan, exact_hits = await scans(10**9)
+    try:
+        assert ensure_vector_index(owner, strategy="auto", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=5)
+        hnsw_scan, hnsw_hits = await scans(5)
+        assert (exact_scan, hnsw_scan) == ("exact", "hnsw")
+        assert hnsw_hits == exact_hits
+        assert (await scans(5, user="small"))[0] == "exact", "a user below the line is scanned exactly"
+    finally:  # as the stack was started
+        ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
+        ensure_vector_index(
+            owner, strategy=stack.settings.vector_index, model=EMBEDDER.model_name, dim=EMBEDDER.dim,
+            min_episodes=stack.settings.hnsw_min_episodes,
+        )  # fmt: skip

@@ -5,7 +5,15 @@ from urllib.parse import unquote
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sinks.redis.keys import buffer_key, escape, grant_key, rate_limit_key, redis_key, summary_key
+from sinks.redis.keys import (
+    buffer_key,
+    escape,
+    grant_key,
+    principal_bucket_keys,
+    rate_limit_key,
+    redis_key,
+    summary_key,
+)
 
 # Any text, with the characters that could break a naive encoding made likely.
 part = st.lists(
@@ -65,5 +73,9 @@ def test_a_lone_surrogate_is_escaped_too() -> None:
 
 def test_kinds_and_scopes_keep_keys_apart() -> None:
     assert rate_limit_key("key", "x") != rate_limit_key("tenant", "x")
+    key, tenant = principal_bucket_keys("acme", "0123456789abcdef")
+    assert key != tenant and key.split("}")[0] == tenant.split("}")[0], "one cluster slot: the tenant's"
+    assert principal_bucket_keys("acme:x", "k")[1] != principal_bucket_keys("acme", "x:k")[1]
+    assert rate_limit_key("addr", "tenant") not in principal_bucket_keys("tenant", "k")
     assert redis_key("buf", ("a",)) != redis_key("bufsum", ("a",))
     assert buffer_key("acme", "u", "s-9") == "ms:buf:{acme:u:s-9}"

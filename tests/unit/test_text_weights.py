@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from sinks.postgres.queries.retrieval import term_weights, tsquery_term
+from sinks.postgres.queries.retrieval import common_df, term_weights, tsquery_term
 
 
 def test_rare_words_select_and_weigh_more_than_common_ones() -> None:
@@ -19,24 +19,34 @@ def test_a_small_memory_selects_on_every_word_it_holds() -> None:
     assert weights.selective == ["blog", "framework"]
 
 
-def test_the_rarest_word_selects_even_beyond_the_budget() -> None:
-    weights = term_weights(100_000, {"deploy": 40_000, "servic": 30_000, "log": 60_000}, budget=2_000)
-    assert weights.selective == ["servic"]
+def test_when_no_word_fits_the_budget_both_of_the_two_rarest_must_match() -> None:
+    weights = term_weights(1_000_000, {"deploy": 40_000, "servic": 30_000, "log": 60_000}, budget=2_000)
+    assert weights.selective == ["deploy", "servic"] and weights.all_of
+    assert weights.tsquery() == "'deploy' & 'servic'"
     assert term_weights(100, {}).selective == []
     assert term_weights(100, {"unseen": 0}).selective == [], "a word no episode holds selects nothing"
 
 
-def test_a_word_in_most_episodes_never_selects_unless_every_word_is() -> None:
+def test_a_common_word_never_selects_unless_every_word_is() -> None:
     weights = term_weights(62, {"caroline": 61, "poetri": 1, "attend": 0})
-    assert weights.selective == ["poetri"], "a name on every turn selects nothing by itself"
-    assert term_weights(62, {"caroline": 61}).selective == ["caroline"], "asked about the name alone, it selects"
-    assert term_weights(100, {"deploy": 60, "servic": 70, "log": 80}).selective == ["deploy", "servic"]
+    assert weights.selective == ["poetri"] and not weights.all_of, "a name on every turn selects nothing by itself"
+    alone = term_weights(62, {"caroline": 61})
+    assert (alone.selective, alone.tsquery()) == (["caroline"], "'caroline'"), "asked about the name alone, it selects"
+    common = term_weights(100, {"deploy": 40, "servic": 30, "log": 60})
+    assert common.selective == ["deploy", "servic"] and common.all_of
+    assert term_weights(1000, {"deploy": 50, "servic": 49}).selective == ["servic"], "5 % of 1,000 is common"
+
+
+def test_common_means_a_share_of_a_large_memory_and_root_n_of_a_small_one() -> None:
+    assert common_df(20) == pytest.approx(20**0.5) and common_df(10_000) == 500
+    assert term_weights(20, {"blog": 4, "hike": 5}).selective == ["blog"], "√20 ≈ 4.5 episodes is common"
 
 
 def test_selection_takes_the_rarest_first_up_to_the_budget() -> None:
-    df = {f"w{i}": 300 * (i + 1) for i in range(10)}  # 300, 600, 900, ...
+    df = {f"w{i}": 300 * (i + 1) for i in range(10)}  # 300, 600, 900, ... all rare in a million
     weights = term_weights(1_000_000, df, budget=2_000)
     assert weights.selective == ["w0", "w1", "w2"], "300 + 600 + 900 fit in 2,000; 1,200 more does not"
+    assert weights.tsquery() == "'w0' | 'w1' | 'w2'"
 
 
 def test_a_lexeme_becomes_a_literal_tsquery_term() -> None:

@@ -128,11 +128,12 @@ VectorScan = Literal["exact", "hnsw"]
 VECTOR_SCANS: tuple[VectorScan, ...] = get_args(VectorScan)
 
 
-def choose_scan(strategy: VectorIndex, episodes: int, *, hnsw_min_episodes: int) -> VectorScan:
+def choose_scan(strategy: VectorIndex, episodes: int, *, hnsw_min_episodes: int, index_ready: bool) -> VectorScan:
     """``auto``: exact below ``hnsw_min_episodes`` episodes of the user (a scan of a few
-    thousand rows through ``episodes_owner`` is faster than the index and exact), HNSW above."""
+    thousand rows through ``episodes_owner`` is faster than the index and exact), HNSW above
+    once the index is built (``ensure_vector_index``), exact until then."""
     if strategy == "auto":
-        return "hnsw" if episodes >= hnsw_min_episodes else "exact"
+        return "hnsw" if episodes >= hnsw_min_episodes and index_ready else "exact"
     return strategy
 
 
@@ -196,11 +197,16 @@ _TERMS_SQL = (
     " FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme)"
 )
 #: Episodes holding any selective lexeme, scored by the IDF of the lexemes they hold (BM25
-#: without term frequency: turns are short), cover density breaking ties.
+#: without term frequency: turns are short), cover density breaking ties. The IDF sum ranks
+#: every match on its key alone; only the best few (``TIE_BREAK`` times the limit) have their
+#: columns read and their cover density computed (it cost as much as the rest together).
 _EPISODE_TEXT_SQL = (
-    "SELECT {cols}, {score} + 0.01 * ts_rank_cd(tsv, %(any)s::tsquery) AS text_rank FROM episodes"
-    " WHERE {where} AND tsv @@ %(filter)s::tsquery ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
+    "SELECT {cols}, m.idf + 0.01 * ts_rank_cd(tsv, %(any)s::tsquery) AS text_rank FROM ("
+    "SELECT tenant_id, event_id, {score} AS idf FROM episodes WHERE {where} AND tsv @@ %(filter)s::tsquery"
+    " ORDER BY idf DESC, created_at DESC LIMIT %(tie_break)s) AS m JOIN episodes USING (tenant_id, event_id)"
+    " ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
 )
+TIE_BREAK = 4
 
 
 async def text_match_indexable(conn: psycopg.AsyncConnection[Any]) -> bool:
@@ -215,9 +221,16 @@ async def text_match_indexable(conn: psycopg.AsyncConnection[Any]) -> bool:
 
 #: How many episodes the selective lexemes may pull in together (what a query reads and scores).
 SELECTED_ROWS = 2_000
-#: A lexeme in more than this share of the user's episodes (a speaker's name on every turn)
-#: does not select candidates, however small the memory: it would pull in most of it.
-MAJORITY_SHARE = 0.5
+#: A lexeme in this share of the user's episodes or more (a speaker's name, "deploy" in a
+#: deployment log) does not select candidates: it would pull in a large part of the memory...
+COMMON_SHARE = 0.05
+
+
+def common_df(n_docs: int) -> float:
+    """...nor one in √N episodes or more, whichever is larger: in a small memory a share is a
+    handful of turns (5 % of 20 is one), and a project's name in 3 of 20 turns must still
+    find them; √N grows slower than N, so from about 400 episodes on the share decides."""
+    return max(COMMON_SHARE * n_docs, math.sqrt(n_docs))
 
 
 @dataclass(frozen=True)
@@ -226,26 +239,33 @@ class TermWeights:
 
     idf: dict[str, float]
     selective: list[str]
+    #: Candidates must hold every selective lexeme (not any): no single one is rare enough.
+    all_of: bool = False
+
+    def tsquery(self) -> str:
+        return (" & " if self.all_of else " | ").join(tsquery_term(t) for t in self.selective)
 
 
 def term_weights(n_docs: int, df: dict[str, int], *, budget: int = SELECTED_ROWS) -> TermWeights:
-    """IDF (BM25's, ``ln(1 + (N - df + 0.5) / (df + 0.5))``) per lexeme. The rarest lexemes
-    that occur in no more than half the episodes select candidates, as many as fit together
-    in ``budget`` episodes (always the rarest one); the others only add to a score. So a
-    small memory selects on every word it does not hold everywhere (a project's name in 3
-    of 20 turns still finds them), and a large one never reads thousands of rows for a word
-    like "deploy". When every word is in most episodes, the two least common select (an
-    agent asking about its own name)."""
+    """IDF (BM25's, ``ln(1 + (N - df + 0.5) / (df + 0.5))``) per lexeme. The lexemes below
+    ``common_df`` select candidates, rarest first, as many as fit together in ``budget``
+    episodes; the others only add to a score. When not even the rarest fits (or every word
+    is common), the candidates are the episodes holding both of the two rarest words (an
+    agent asking about its own name: the name alone): a large memory never reads thousands
+    of rows for one query."""
     idf = {t: math.log(1 + (n_docs - min(d, n_docs) + 0.5) / (d + 0.5)) for t, d in df.items()}
     present = sorted((t for t in df if df[t] > 0), key=lambda t: (df[t], t))
+    cap = common_df(n_docs)
     selective: list[str] = []
     pulled = 0
-    for term in (t for t in present if df[t] <= MAJORITY_SHARE * n_docs):
-        if selective and pulled + df[term] > budget:
+    for term in (t for t in present if df[t] < cap):
+        if pulled + df[term] > budget:
             break
         selective.append(term)
         pulled += df[term]
-    return TermWeights(idf, sorted(selective or present[:2]))
+    if selective:
+        return TermWeights(idf, sorted(selective))
+    return TermWeights(idf, sorted(present[:2]), all_of=len(present) > 1)
 
 
 def tsquery_term(lexeme: str) -> str:
@@ -279,7 +299,8 @@ async def _episode_text(
             **{f"t{i}": term for i, term in enumerate(terms)},
             **{f"w{i}": weights.idf[t] for i, t in enumerate(lexemes)},
             "any": " | ".join(terms),
-            "filter": " | ".join(tsquery_term(t) for t in weights.selective),
+            "filter": weights.tsquery(),
+            "tie_break": TIE_BREAK * int(params["limit"]),
         },
     )
     return await cur.fetchall()
