@@ -19,7 +19,7 @@ import psycopg
 from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
 from memstream.embedder import Embedder
-from sinks.postgres.queries.retrieval import Candidate, Filters, VectorScan, text_candidates, vector_candidates
+from sinks.postgres.queries.retrieval import Candidate, Filters, VectorScan, candidate_lists
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ class Hit:
 async def _one_query(
     conn: psycopg.AsyncConnection[Any], spec: SearchSpec, query: str, embedding: Any, *, model: str, now: datetime
 ) -> tuple[list[Scored], dict[tuple[str, Any], Candidate]]:
-    by_vector = await vector_candidates(
-        conn, spec.filters, embedding, model=model, limit=spec.candidates, scan=spec.scan
-    )
-    by_text = await text_candidates(conn, spec.filters, query, limit=spec.candidates, config=spec.text_config)
+    by_vector, by_text = await candidate_lists(
+        conn, spec.filters, embedding=embedding, text=query, model=model, limit=spec.candidates, scan=spec.scan,
+        config=spec.text_config,
+    )  # fmt: skip
     candidates: dict[tuple[str, Any], Candidate] = {(c.kind, c.id): c for c in (*by_vector, *by_text)}
     fused = fuse_rrf(
         [

@@ -290,8 +290,6 @@ async def _episode_text(
     query = sql.SQL(_EPISODE_TEXT_SQL).format(
         cols=sql.SQL(_EPISODE_COLUMNS), score=score, where=sql.SQL(_EPISODE_WHERE)
     )
-    # A custom plan: a generic one cannot see how selective the filter's words are.
-    await cur.execute("SET LOCAL plan_cache_mode = force_custom_plan")
     await cur.execute(
         query,
         {
@@ -368,6 +366,90 @@ def _ef_search(limit: int) -> int:
     return min(1_000, max(100, 2 * limit))
 
 
+_HNSW_ON = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %(ef)s, true),"
+    " set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),"
+    " set_config('enable_sort', 'off', true)"
+)
+_HNSW_OFF = (
+    "SELECT set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'on', true),"
+    " set_config('enable_sort', 'on', true)"
+)
+
+
+async def candidate_lists(
+    conn: psycopg.AsyncConnection[Any],
+    filters: Filters,
+    *,
+    embedding: npt.NDArray[np.float32] | None,
+    text: str | None,
+    model: str,
+    limit: int,
+    scan: VectorScan,
+    config: str = "english",
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The vector list (nearest first, every requested kind in one embedding space) and the
+    full-text list (best first within each kind, kinds interleaved by rank) of one query;
+    ``None`` for either input skips its list.
+
+    Two round trips: every statement that needs nothing from another goes in one pipeline
+    (the query's document frequencies, each kind's nearest rows, facts' and skills' text
+    matches), then the episodes' text query, which needs the frequencies.
+
+    ``hnsw``: the episodes come from the HNSW index with iterative scans (the filters and
+    row-level security apply while it walks). The planner cannot see that one user holds
+    most of the rows it filters on, so the index is asked for explicitly; should the scan
+    still return fewer than ``limit`` rows (a filter few rows pass), the exact scan answers.
+    Facts and skills are few per user: always exact."""
+    kinds = _kinds(filters)
+    base = {**filters.params(), "limit": limit, "model": model}
+    vector_params = {**base, "embedding": embedding}
+    text_params = {**base, "text": text, "config": config}
+    near: dict[Kind, psycopg.AsyncCursor[dict[str, Any]]] = {}
+    matched: dict[Kind, psycopg.AsyncCursor[dict[str, Any]]] = {}
+    terms_cursor = conn.cursor(row_factory=dict_row, binary=True)
+    async with conn.pipeline():
+        if embedding is not None:
+            dim = int(embedding.shape[0])
+            for kind in kinds:
+                hnsw = kind == "episode" and scan == "hnsw"
+                if hnsw:
+                    await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
+                near[kind] = conn.cursor(row_factory=dict_row, binary=True)
+                await near[kind].execute(_vector_sql(kind, _distance("hnsw" if hnsw else "exact", dim)), vector_params)
+                if hnsw:  # back for the rest of the transaction (an error aborts it: nothing else runs)
+                    await conn.execute(_HNSW_OFF)
+        if text is not None:
+            await terms_cursor.execute(_TERMS_SQL, text_params)
+            for kind in kinds:
+                if kind != "episode":
+                    matched[kind] = conn.cursor(row_factory=dict_row, binary=True)
+                    await matched[kind].execute(_TEXT_SQL[kind], text_params)
+            # A custom plan: a generic one cannot see how selective the filter's words are.
+            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+    by_vector: list[Candidate] = []
+    for kind, cursor in near.items():
+        rows = await cursor.fetchall()
+        if len(rows) < limit and kind == "episode" and scan == "hnsw" and embedding is not None:
+            await cursor.execute(_vector_sql(kind, _distance("exact", int(embedding.shape[0]))), vector_params)
+            rows = await cursor.fetchall()
+        by_vector.extend(_candidate(kind, row) for row in rows)
+    by_vector.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
+    by_kind: list[list[Candidate]] = []
+    terms = await terms_cursor.fetchall() if text is not None else []
+    if terms:
+        df = {str(r["lexeme"]): int(r["df"]) for r in terms}
+        for kind in kinds:
+            if kind == "episode":
+                rows = await _episode_text(terms_cursor, text_params, df, int(terms[0]["n"]))
+            else:
+                rows = await matched[kind].fetchall()
+            by_kind.append([_candidate(kind, r) for r in rows])
+    # Scores of different kinds are not comparable: interleave them rank by rank.
+    by_text = [c for rank in zip_longest(*by_kind) for c in rank if c is not None]
+    return by_vector[:limit], by_text[:limit]
+
+
 async def vector_candidates(
     conn: psycopg.AsyncConnection[Any],
     filters: Filters,
@@ -377,61 +459,18 @@ async def vector_candidates(
     limit: int,
     scan: VectorScan,
 ) -> list[Candidate]:
-    """The nearest candidates of every requested kind, nearest first (one embedding space).
-
-    ``hnsw``: the episodes come from the HNSW index with iterative scans (the filters and
-    row-level security apply while it walks). The planner cannot see that one user holds
-    most of the rows it filters on, so the index is asked for explicitly; should the scan
-    still return fewer than ``limit`` rows (a filter few rows pass), the exact scan answers.
-    Facts and skills are few per user: always exact."""
-    params = {**filters.params(), "embedding": embedding, "model": model, "limit": limit}
-    dim = int(embedding.shape[0])
-    out: list[Candidate] = []
-    async with conn.cursor(row_factory=dict_row, binary=True) as cur:
-        for kind in _kinds(filters):
-            rows: list[dict[str, Any]] = []
-            if kind == "episode" and scan == "hnsw":
-                await cur.execute(
-                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                    " set_config('hnsw.ef_search', %(ef)s, true), set_config('enable_seqscan', 'off', true),"
-                    " set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true)",
-                    {"ef": str(_ef_search(limit))},
-                )
-                await cur.execute(_vector_sql(kind, _distance("hnsw", dim)), params)
-                rows = await cur.fetchall()
-                # Back for the rest of the transaction (an error aborts it: nothing else runs).
-                await cur.execute(
-                    "SELECT set_config('enable_seqscan', 'on', true), set_config('enable_bitmapscan', 'on', true),"
-                    " set_config('enable_sort', 'on', true)"
-                )
-            if len(rows) < limit:
-                await cur.execute(_vector_sql(kind, _distance("exact", dim)), params)
-                rows = await cur.fetchall()
-            out.extend(_candidate(kind, row) for row in rows)
-    out.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
-    return out[:limit]
+    """The vector list alone (``candidate_lists``)."""
+    by_vector, _ = await candidate_lists(
+        conn, filters, embedding=embedding, text=None, model=model, limit=limit, scan=scan
+    )
+    return by_vector
 
 
 async def text_candidates(
     conn: psycopg.AsyncConnection[Any], filters: Filters, text: str, *, limit: int, config: str = "english"
 ) -> list[Candidate]:
-    """Candidates of every requested kind sharing words with ``text``, best first within each
-    kind (episodes by IDF, facts and skills by cover density), kinds interleaved by rank."""
-    params = {**filters.params(), "text": text, "limit": limit, "config": config}
-    by_kind: list[list[Candidate]] = []
-    async with conn.cursor(row_factory=dict_row, binary=True) as cur:
-        await cur.execute(_TERMS_SQL, params)
-        terms = await cur.fetchall()
-        if not terms:
-            return []
-        df = {str(r["lexeme"]): int(r["df"]) for r in terms}
-        for kind in _kinds(filters):
-            if kind == "episode":
-                rows = await _episode_text(cur, params, df, int(terms[0]["n"]))
-            else:
-                await cur.execute(_TEXT_SQL[kind], params)
-                rows = await cur.fetchall()
-            by_kind.append([_candidate(kind, r) for r in rows])
-    # Scores of different kinds are not comparable: interleave them rank by rank.
-    out = [c for rank in zip_longest(*by_kind) for c in rank if c is not None]
-    return out[:limit]
+    """The full-text list alone (``candidate_lists``)."""
+    _, by_text = await candidate_lists(
+        conn, filters, embedding=None, text=text, model="", limit=limit, scan="exact", config=config
+    )
+    return by_text
