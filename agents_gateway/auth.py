@@ -147,20 +147,37 @@ class Authenticator:
                 self._known.popitem(last=False)
         return record
 
-    async def _shared_lookup(self, key_id: str) -> KeyRecord | None:
+    async def _shared_lookup(
+        self, key_id: str, pay: Callable[[], Awaitable[None]] | None = None
+    ) -> tuple[KeyRecord | None, bool]:
+        """The key's record, looked up once for every request that asks while a lookup is in
+        flight; ``pay`` (the address's token) is spent first by the request that starts one.
+        Also whether this request paid. A request that joined a lookup whose starter could not
+        pay (its address was out of tokens) starts one of its own."""
         pending = self._lookups.get(key_id)
-        if pending is None:
-            pending = asyncio.ensure_future(self._lookup(key_id))
-            self._lookups[key_id] = pending
+        if pending is not None:
+            try:
+                return await asyncio.shield(pending), False
+            except ApiError:
+                pass  # another address's refusal is not this request's
+        paid = pay is not None
 
-            def forget(done: asyncio.Future[KeyRecord | None]) -> None:
-                if self._lookups.get(key_id) is done:
-                    del self._lookups[key_id]
-                if not done.cancelled():
-                    done.exception()  # its waiters get it; none left (disconnected) is no error
+        async def lookup() -> KeyRecord | None:
+            if pay is not None:
+                await pay()
+            return await self._lookup(key_id)
 
-            pending.add_done_callback(forget)
-        return await asyncio.shield(pending)
+        pending = asyncio.ensure_future(lookup())  # registered before any await: joiners find it
+        self._lookups[key_id] = pending
+
+        def forget(done: asyncio.Future[KeyRecord | None]) -> None:
+            if self._lookups.get(key_id) is done:
+                del self._lookups[key_id]
+            if not done.cancelled():
+                done.exception()  # its waiters get it; none left (disconnected) is no error
+
+        pending.add_done_callback(forget)
+        return await asyncio.shield(pending), paid
 
     async def authenticate(self, request: HTTPConnection) -> Principal:
         charged = False
@@ -189,11 +206,14 @@ class Authenticator:
             self.hits += 1
             record = None
         else:
-            # A refresh of a key this caller proved it holds is free; any other lookup is charged.
-            if known is None or not known[1].matches(secret):
-                await self._charge_address(request)
-                charged = True
-            record = await self._shared_lookup(key_id)
+            # A refresh of a key this caller proved it holds is free; any other lookup is charged,
+            # once: requests arriving while that lookup is in flight wait for it uncharged (a
+            # burst of a new valid key is one lookup, not one address token per request), and
+            # are charged by ``refuse`` if the key turns out not to be valid.
+            proved = known is not None and known[1].matches(secret)
+            record, charged = await self._shared_lookup(
+                key_id, None if proved else lambda: self._charge_address(request)
+            )
         if record is None or not record.matches(secret):
             raise await refuse(_unauthorized("unknown API key"))
         if record.revoked:

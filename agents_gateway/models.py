@@ -22,6 +22,7 @@ from agents_gateway.openapi import ONE_LINE_NONBLANK_PATTERN, TEXT_NONBLANK_PATT
 from schemas.turns import (
     IDENTIFIER,
     IDENTIFIER_RULE,
+    MAX_IDENTIFIER,
     MAX_METADATA_ENTRIES,
     MAX_METADATA_KEY_CHARS,
     MAX_METADATA_VALUE_CHARS,
@@ -31,12 +32,13 @@ from schemas.turns import (
     Role,
     ToolStatus,
     control_problem,
+    is_identifier,
 )
 from sinks.postgres.maintenance import MAX_DAYS, MIN_HALF_LIFE_DAYS
 
 
 def _identifier(value: str) -> str:
-    if not IDENTIFIER.fullmatch(value):
+    if not is_identifier(value):
         raise ValueError(f"must be {IDENTIFIER_RULE}")
     return value
 
@@ -44,7 +46,9 @@ def _identifier(value: str) -> str:
 #: An identifier (agent, user, project, session): checked with a message that says the rule,
 #: and with its pattern in the document.
 Identifier = Annotated[
-    StrictStr, AfterValidator(_identifier), Field(json_schema_extra={"pattern": f"^{IDENTIFIER.pattern}$"})
+    StrictStr,
+    AfterValidator(_identifier),
+    Field(json_schema_extra={"pattern": f"^{IDENTIFIER.pattern}$", "maxLength": MAX_IDENTIFIER}),
 ]
 #: A tenant named in a body: any other than the key's is a 403 (``Principal.check_tenant``),
 #: whatever its shape; the document gives the shape tenant ids have.
@@ -90,7 +94,8 @@ def _agent_required(schema: dict[str, Any]) -> None:
     schema["required"] = sorted({*schema.get("required", []), "agent_id"})
     agent = schema["properties"]["agent_id"]
     schema["properties"]["agent_id"] = {
-        "type": "string", "pattern": f"^{IDENTIFIER.pattern}$", "title": agent.get("title", "Agent Id"),
+        "type": "string", "pattern": f"^{IDENTIFIER.pattern}$", "maxLength": MAX_IDENTIFIER,
+        "title": agent.get("title", "Agent Id"),
         "description": agent.get("description", ""),
     }  # fmt: skip
 

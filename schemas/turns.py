@@ -21,8 +21,24 @@ ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
 #: Identifiers (agent, user, project, session): no spaces, no braces, no control
 #: characters, at most 128 characters. (Redis keys escape every part anyway:
 #: ``sinks/redis/keys.py``.)
-IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/+\-]{0,127}")
-IDENTIFIER_RULE = "1-128 characters of A-Z a-z 0-9 _ . : @ / + -, starting with a letter or digit"
+#: An id with ``/`` is a path an HTTP client may normalise (``a/../b`` is sent as ``b``), so
+#: between slashes no segment is empty, ``.`` or ``..`` (written without look-arounds: the
+#: same pattern is in the API document and checked by pydantic's regex engine).
+_FIRST_SEGMENT = r"[A-Za-z0-9][A-Za-z0-9_.:@+\-]*"
+_SEGMENT = r"(?:[A-Za-z0-9_:@+\-][A-Za-z0-9_.:@+\-]*|\.[A-Za-z0-9_:@+\-][A-Za-z0-9_.:@+\-]*|\.\.[A-Za-z0-9_.:@+\-]+)"
+IDENTIFIER = re.compile(f"{_FIRST_SEGMENT}(?:/{_SEGMENT})*")
+MAX_IDENTIFIER = 128
+IDENTIFIER_RULE = (
+    "1-128 characters of A-Z a-z 0-9 _ . : @ / + -, starting with a letter or digit, with no"
+    " empty, '.' or '..' segment between slashes and no slash at the end"
+)
+
+
+def is_identifier(value: object) -> bool:
+    """An agent, user, project or session id by ``IDENTIFIER_RULE``."""
+    return isinstance(value, str) and len(value) <= MAX_IDENTIFIER and IDENTIFIER.fullmatch(value) is not None
+
+
 #: Tenant ids are narrower: lower case, so that two spellings never name two tenants, and
 #: no separator characters at all.
 TENANT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -129,10 +145,10 @@ def problems(
         found.append(f"tenant_id must be {TENANT_ID_RULE}")
     for name in ("agent_id", "user_id", "session_id"):
         value = record.get(name)
-        if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
+        if not is_identifier(value):
             found.append(f"{name} must be {IDENTIFIER_RULE}")
     project = record.get("project_id")
-    if project is not None and (not isinstance(project, str) or not IDENTIFIER.fullmatch(project)):
+    if project is not None and not is_identifier(project):
         found.append(f"project_id must be null or {IDENTIFIER_RULE}")
     content = record.get("content")
     if not isinstance(content, str) or not content.strip():

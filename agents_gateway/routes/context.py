@@ -12,6 +12,7 @@ from agents_gateway.models import ContextOut
 from agents_gateway.retrieval.service import build_context
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import Gateway
+from schemas.turns import MAX_IDENTIFIER
 from sinks.postgres.tenancy import tenant_transaction
 
 router = APIRouter(tags=["context"])
@@ -26,9 +27,9 @@ router = APIRouter(tags=["context"])
 async def get_context(
     state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
-    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
-    session_id: Annotated[str, Query(pattern=ID_PATTERN)],
-    project_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    user_id: Annotated[str, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
+    session_id: Annotated[str, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
+    project_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
     query: Annotated[str | None, Query(max_length=2000, description="The user's next message, or a question")] = None,
     budget: Annotated[int, Query(ge=64, le=200_000, description="Tokens the context may use")] = 2000,
     decompose: Literal["off", "rules", "llm"] = "rules",

@@ -27,7 +27,7 @@ from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.routes.turns import publish_records, refuse_identifiers
 from agents_gateway.state import Gateway
 from memstream.extraction.types import normalise_entity
-from schemas.turns import problems
+from schemas.turns import MAX_IDENTIFIER, problems
 from sinks.postgres.queries.facts import entity_history, facts_as_of
 from sinks.postgres.queries.graph import MAX_DEPTH, neighbors
 from sinks.postgres.queries.skills import best_skills
@@ -40,10 +40,10 @@ router = APIRouter(tags=["memory"], responses=AUTH_ERRORS)
 async def get_entities(
     state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
-    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
     scope: Annotated[Literal["global", "project", "session"] | None, Query()] = None,
-    project_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
-    session_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    project_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
+    session_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
     at: Annotated[datetime | None, Query(description="ISO 8601: the facts valid then")] = None,
 ) -> FactsOut:
     if at is not None and at.tzinfo is None:
@@ -62,7 +62,7 @@ async def get_history(
     state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     name: Annotated[str, Path(min_length=1, max_length=200)],
-    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
 ) -> FactsOut:
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         rows = await entity_history(conn, user_id=user_id, entity=normalise_entity(name))
@@ -76,7 +76,7 @@ async def get_neighbors(
     entity: Annotated[str, Query(min_length=1, max_length=200)],
     depth: Annotated[int, Query(ge=1, le=MAX_DEPTH)] = 1,
     direction: Annotated[Literal["out", "in", "both"], Query()] = "out",
-    user_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
+    user_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
 ) -> NeighborsOut:
     start = normalise_entity(entity)
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
@@ -93,7 +93,7 @@ async def get_neighbors(
 async def get_best_skills(
     state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
-    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
     task: Annotated[str, Query(min_length=1, max_length=500)],
     k: Annotated[int, Query(ge=1, le=50)] = 5,
 ) -> SkillsOut:

@@ -14,6 +14,7 @@ from agents_gateway.models import SearchOut
 from agents_gateway.retrieval.service import Toggles, decomposition_out, search, to_hit
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import Gateway
+from schemas.turns import MAX_IDENTIFIER
 from sinks.postgres.queries.retrieval import MEMORY_TYPES, Filters
 from sinks.postgres.tenancy import tenant_transaction
 
@@ -51,11 +52,16 @@ async def search_memory(
     state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
     q: Annotated[str, Query(min_length=1, max_length=2000, description="What to look for")],
-    user_id: Annotated[str, Query(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
     project_id: Annotated[
-        str | None, Query(pattern=ID_PATTERN, description="That project's memory and memory of no project")
+        str | None,
+        Query(
+            pattern=ID_PATTERN, max_length=MAX_IDENTIFIER, description="That project's memory and memory of no project"
+        ),
     ] = None,
-    session_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Includes its session facts")] = None,
+    session_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER, description="Includes its session facts")
+    ] = None,
     k: Annotated[int, Query(ge=1, le=100)] = 10,
     memory_types: Annotated[
         str | None, Query(description=f"Comma-separated: {', '.join(MEMORY_TYPES)}", pattern=csv_of(MEMORY_TYPES))
@@ -70,7 +76,9 @@ async def search_memory(
     boosts: bool = True,
     mmr: bool = True,
     decompose: Literal["off", "rules", "llm"] = "off",
-    tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
+    tenant_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER, description="Optional: the key's tenant")
+    ] = None,
 ) -> SearchOut:
     filters = Filters(
         tenant_id=principal.check_tenant(tenant_id), user_id=user_id, project_id=project_id, session_id=session_id,

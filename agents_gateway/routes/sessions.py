@@ -11,7 +11,7 @@ from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import BufferedTurn, BufferOut, RollingSummaryOut
 from agents_gateway.state import Gateway
-from schemas.turns import IDENTIFIER
+from schemas.turns import IDENTIFIER, MAX_IDENTIFIER
 from sinks.redis.buffer import SessionRef
 
 router = APIRouter(tags=["sessions"])
@@ -27,9 +27,16 @@ ID_PATTERN = f"^{IDENTIFIER.pattern}$"
 async def get_buffer(
     state: Gateway,
     principal: Annotated[Principal, Depends(scoped("read"))],
-    session_id: Annotated[str, Path(pattern=ID_PATTERN)],
-    user_id: Annotated[str, Query(pattern=ID_PATTERN, description="Whose turns: a buffer is per user and session")],
-    tenant_id: Annotated[str | None, Query(pattern=ID_PATTERN, description="Optional: the key's tenant")] = None,
+    session_id: Annotated[str, Path(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
+    user_id: Annotated[
+        str,
+        Query(
+            pattern=ID_PATTERN, max_length=MAX_IDENTIFIER, description="Whose turns: a buffer is per user and session"
+        ),
+    ],
+    tenant_id: Annotated[
+        str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER, description="Optional: the key's tenant")
+    ] = None,
 ) -> BufferOut:
     tenant = principal.check_tenant(tenant_id)
     view = await state.buffers.view(SessionRef(tenant, user_id, session_id))

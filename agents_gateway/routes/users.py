@@ -11,6 +11,7 @@ from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import ConsentOut, ErasureOut
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import Gateway
+from schemas.turns import MAX_IDENTIFIER
 from sinks.postgres.erasure import erase_user, record_consent
 from sinks.postgres.tenancy import tenant_transaction
 
@@ -24,7 +25,7 @@ router = APIRouter(tags=["users"], responses=AUTH_ERRORS)
 )
 async def erase(
     state: Gateway,
-    user_id: Annotated[str, Path(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Path(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
     principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
 ) -> ErasureOut:
     """Records a tombstone, deletes the user's episodes, facts, graph edges, skills and their
@@ -48,7 +49,7 @@ async def erase(
 )
 async def consent(
     state: Gateway,
-    user_id: Annotated[str, Path(pattern=ID_PATTERN)],
+    user_id: Annotated[str, Path(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
     principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
 ) -> ConsentOut:
     """Turns dated after this moment are stored again; what the erasure removed (and any turn

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from schemas.turns import IDENTIFIER, IDENTIFIER_RULE, TENANT_ID, TENANT_ID_RULE
+from schemas.turns import IDENTIFIER_RULE, TENANT_ID, TENANT_ID_RULE, is_identifier
 from sinks.errors import SinkError
 
 SCOPES = ("ingest", "read", "admin", "system")
@@ -64,7 +64,7 @@ async def lookup_key(conn: psycopg.AsyncConnection[Any], key_id: str) -> KeyReco
 def _check(tenant_id: str, agent_id: str | None, scopes: Sequence[str]) -> None:
     if not TENANT_ID.fullmatch(tenant_id):
         raise ApiKeyError(f"a tenant id must be {TENANT_ID_RULE}")
-    if agent_id is not None and not IDENTIFIER.fullmatch(agent_id):
+    if agent_id is not None and not is_identifier(agent_id):
         raise ApiKeyError(f"an agent id must be {IDENTIFIER_RULE}")
     unknown = sorted(set(scopes) - set(SCOPES))
     if not scopes or unknown:

@@ -352,6 +352,23 @@ async def test_a_tenant_limit_covers_all_its_keys(stack: RunningStack, limited_a
         assert (await other.get("/v1/search", params={"user_id": "u", "q": "x"})).status_code == 200
 
 
+async def test_a_burst_of_a_new_valid_key_is_not_refused_for_its_address(
+    stack: RunningStack, limited_app: FastAPI, tenant: str
+) -> None:
+    """40 concurrent requests of a key the gateway has not cached yet, from one address whose
+    bucket holds 10: one Postgres lookup for all of them, one address token (red team: 160
+    of 200 were refused as address_rate_limited)."""
+    key = stack.key(tenant)
+    auth = limited_app.state.gateway.auth
+    misses = auth.misses
+    async with client_at(limited_app, some_address(), key) as client:
+        responses = await asyncio.gather(
+            *(client.get("/v1/search", params={"user_id": "u", "q": "x"}) for _ in range(4 * ADDR_BURST))
+        )
+    assert [r.status_code for r in responses] == [200] * (4 * ADDR_BURST), [r.text for r in responses][:3]
+    assert auth.misses - misses == 1
+
+
 async def test_a_key_over_its_own_limit_spends_none_of_its_tenants(stack: RunningStack, limited_app: FastAPI) -> None:
     """The key's bucket and the tenant's are taken together or not at all: a runaway agent
     key refused at its own limit does not drain the budget of the tenant's other keys."""

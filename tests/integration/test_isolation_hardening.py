@@ -326,6 +326,25 @@ async def test_a_huge_number_in_an_audit_record_does_not_stop_the_relay(
     assert running_worker.process.running
 
 
+@pytest.mark.parametrize("bad", ["a/../b", "a/./b", "a//b", "a/", "x/.."])
+async def test_an_id_with_a_dot_segment_is_refused_everywhere(
+    gateway: httpx.AsyncClient, tenant: str, bad: str
+) -> None:
+    """HTTP clients send ``/v1/sessions/a/../b/buffer`` as ``/v1/sessions/b/buffer``: an id
+    that cannot be read back as itself is refused on the way in and on every read (red team)."""
+    posted = await gateway.post("/v1/turns", json={"turns": [turn(tenant, bad, "hello")]})
+    assert posted.status_code == 422 and "session_id" in posted.text, posted.text
+    posted = await gateway.post("/v1/turns", json={"turns": [turn(tenant, "s1", "hello", user_id=bad)]})
+    assert posted.status_code == 422, posted.text
+    for path, params in (
+        ("/v1/search", {"user_id": bad, "q": "hello"}),
+        ("/v1/context", {"user_id": "u1", "session_id": bad}),
+        (f"/v1/sessions/{bad.replace('/', '%2F')}/buffer", {"user_id": "u1"}),
+    ):
+        response = await gateway.get(path, params=params)
+        assert response.status_code == 422, (path, response.status_code, response.text)
+
+
 async def test_ids_with_a_slash_can_be_read_erased_and_given_consent(
     stack: RunningStack, running_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
 ) -> None:

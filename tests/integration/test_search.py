@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,7 +15,7 @@ from pgvector.psycopg import register_vector_async
 
 from agents_gateway.app import create_app
 from memstream.embedder.local import WordLlamaEmbedder
-from memstream.settings import Settings
+from memstream.settings import Settings, VectorIndex
 from schemas.turns import Turn
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.episodes import Episode, upsert_episodes
@@ -50,6 +51,15 @@ async def store(stack: RunningStack, tenant: str, rows: list[dict[str, Any]]) ->
             model=EMBEDDER.model_name,
         )
     return [t.event_id for t in turns]
+
+
+async def vector_index(stack: RunningStack, strategy: VectorIndex, *, min_episodes: int) -> bool:
+    """``ensure_vector_index`` off the event loop: a DROP or CREATE INDEX CONCURRENTLY waits for
+    every open transaction, and the in-process gateway's (access statistics) run on this loop."""
+    return await asyncio.to_thread(
+        ensure_vector_index, stack.settings.require_owner_database_url(), strategy=strategy,
+        model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=min_episodes,
+    )  # fmt: skip
 
 
 async def search(gateway: httpx.AsyncClient, tenant: str, q: str, **params: Any) -> list[dict[str, Any]]:
@@ -145,8 +155,7 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
     )
     query = (await EMBEDDER.embed(["which cache do we use"]))[0]
     scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
-    owner = stack.settings.require_owner_database_url()
-    ensure_vector_index(owner, strategy="hnsw", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
+    await vector_index(stack, "hnsw", min_episodes=0)
     try:
         async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
             await register_vector_async(conn)
@@ -160,15 +169,12 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) in names
-        ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
+        await vector_index(stack, "exact", min_episodes=0)
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) not in names
     finally:  # as the stack was started
-        ensure_vector_index(
-            owner, strategy=stack.settings.vector_index, model=EMBEDDER.model_name, dim=EMBEDDER.dim,
-            min_episodes=stack.settings.hnsw_min_episodes,
-        )  # fmt: skip
+        await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)
 
 
 async def test_a_rare_word_outweighs_a_name_on_every_turn(stack: RunningStack, tenant: str) -> None:
@@ -238,7 +244,6 @@ async def test_auto_switches_a_large_user_to_hnsw_with_the_same_hits(stack: Runn
     topics = ["rsync deploys", "dark mode", "valkey caching", "alloydb", "fastapi routes", "timeouts", "pytest"]
     await store(stack, tenant, [{"content": f"note {i} about {t}"} for i, t in enumerate(topics)])
     await store(stack, tenant, [{"content": "a note about caching", "user": "small"}])
-    owner = stack.settings.require_owner_database_url()
 
     async def scans(min_episodes: int, user: str = "u1") -> tuple[str, list[str]]:
         app = create_app(Settings(**{**stack.settings.model_dump(), "hnsw_min_episodes": min_episodes}))
@@ -247,19 +252,15 @@ async def test_auto_switches_a_large_user_to_hnsw_with_the_same_hits(stack: Runn
         assert response.status_code == 200, response.text
         return response.json()["vector_scan"], [h["id"] for h in response.json()["hits"]]
 
-    ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
-    assert not ensure_vector_index(owner, strategy="auto", model=EMBEDDER.model_name, dim=EMBEDDER.dim,
-                                   min_episodes=10**9), "no user needs it: not built"  # fmt: skip
+    await vector_index(stack, "exact", min_episodes=0)
+    assert not await vector_index(stack, "auto", min_episodes=10**9), "no user needs it: not built"  # fmt: skip
     exact_scan, exact_hits = await scans(10**9)
     try:
-        assert ensure_vector_index(owner, strategy="auto", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=5)
+        assert await vector_index(stack, "auto", min_episodes=5)
         hnsw_scan, hnsw_hits = await scans(5)
         assert (exact_scan, hnsw_scan) == ("exact", "hnsw")
         assert hnsw_hits == exact_hits
         assert (await scans(5, user="small"))[0] == "exact", "a user below the line is scanned exactly"
     finally:  # as the stack was started
-        ensure_vector_index(owner, strategy="exact", model=EMBEDDER.model_name, dim=EMBEDDER.dim, min_episodes=0)
-        ensure_vector_index(
-            owner, strategy=stack.settings.vector_index, model=EMBEDDER.model_name, dim=EMBEDDER.dim,
-            min_episodes=stack.settings.hnsw_min_episodes,
-        )  # fmt: skip
+        await vector_index(stack, "exact", min_episodes=0)
+        await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)

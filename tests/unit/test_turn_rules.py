@@ -100,3 +100,15 @@ def test_turn_from_record_keeps_identity_and_position() -> None:
         41,
         1,
     )
+
+
+@pytest.mark.parametrize("session", ["a/../b", "a/..", "a/./b", "a//b", "a/", "x:/.."])
+def test_an_id_an_http_client_would_normalise_is_refused(session: str) -> None:
+    """``GET /v1/sessions/a/../b/buffer`` is sent as ``/v1/sessions/b/buffer``: such an id
+    could never be read back as itself (a red-team finding)."""
+    assert any("session_id" in p for p in problems(record(session_id=session), max_content_chars=100))
+
+
+@pytest.mark.parametrize("session", ["a/.b", "a/b.c", "team/s-1", "a/..b", "user@example.com"])
+def test_dots_and_slashes_that_stay_themselves_are_fine(session: str) -> None:
+    assert problems(record(session_id=session), max_content_chars=100) == []
