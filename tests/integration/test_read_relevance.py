@@ -53,13 +53,18 @@ async def store_month(stack: RunningStack, tenant: str, user: str = "u1") -> dic
              role="user", content=text, event_time=now - timedelta(hours=36 * (len(MONTH) - i)))
         for i, text in enumerate(MONTH)
     ]  # fmt: skip
+    await upsert(stack, turns)
+    return {t.content: t.event_id for t in turns}
+
+
+async def upsert(stack: RunningStack, turns: list[Turn]) -> None:
+    """The turns as the ingest worker stores them (embedded, 10 tokens each), through the sink."""
     vectors = await EMBEDDER.embed([t.content for t in turns])
     async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
         await register_vector_async(conn)
         await upsert_episodes(
             conn, [Episode(t, v, 10) for t, v in zip(turns, vectors, strict=True)], model=EMBEDDER.model_name
         )  # fmt: skip
-    return {t.content: t.event_id for t in turns}
 
 
 async def test_a_question_naming_only_the_project_finds_the_switch(
@@ -163,12 +168,7 @@ async def upsert_again(stack: RunningStack, tenant: str, ids: dict[str, uuid.UUI
              role="user", content=text, event_time=now)
         for text, event_id in ids.items()
     ]  # fmt: skip
-    vectors = await EMBEDDER.embed([t.content for t in turns])
-    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
-        await register_vector_async(conn)
-        await upsert_episodes(
-            conn, [Episode(t, v, 10) for t, v in zip(turns, vectors, strict=True)], model=EMBEDDER.model_name
-        )  # fmt: skip
+    await upsert(stack, turns)
 
 
 async def test_an_agent_bound_reader_counts_only_what_it_may_see(stack: RunningStack, tenant: str) -> None:
