@@ -48,11 +48,16 @@ def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None)
     ``app_id@cluster_id``: ``streams/tansu.py``) configured from settings."""
     register_faust_codecs()
     tansu.register_transport(cluster_id=cluster_id)
+    faust_dir = settings.data_dir / "faust"
+    faust_dir.mkdir(parents=True, exist_ok=True)  # Faust makes only the last level
     return faust.App(
         app_id,
         broker=broker_url(settings.require_kafka(), embedded=settings.embedded_broker),
         autodiscover=False,
         store="memory://",
+        # Faust makes ``<datadir>/v1/tables`` at start even with memory stores: keep it in the
+        # stack's data directory rather than the working directory.
+        datadir=str(faust_dir / "{conf.id}"),
         key_serializer="raw",
         value_serializer="raw",
         processing_guarantee="at_least_once",
