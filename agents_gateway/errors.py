@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
 
+from agents_gateway.metrics import request_id
 from agents_gateway.models import ErrorOut
 from agents_gateway.producer import BrokerUnavailableError
 from memstream.embedder import EmbeddingError
@@ -150,8 +151,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         # Logged with its traceback; the caller learns only that it was not their fault.
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "internal_error", "the gateway failed to answer; the error was logged")
+        named = request_id(request.scope).decode()
+        log.error("%s %s failed (request %s)", request.method, request.url.path, named, exc_info=exc)
+        return error_response(
+            500, "internal_error", f"the gateway failed to answer; the error was logged with request id {named}"
+        )
 
     @app.exception_handler(EmbeddingError)
     async def _embedding(_: Request, exc: EmbeddingError) -> JSONResponse:

@@ -3,7 +3,9 @@ Every metric is listed in the README, "Metrics"."""
 
 from __future__ import annotations
 
+import re
 import time
+import uuid
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable
 
@@ -61,9 +63,27 @@ class GatewayMetrics:
             self.redactions.labels(kind=kind, stage=stage).inc(n)
 
 
+#: The header naming a request in both directions: a caller's own id (letters, digits, ``._:-``,
+#: up to 128) is echoed, otherwise the gateway makes one; every answer carries it, and a caller
+#: quotes it when reporting a problem.
+REQUEST_ID_HEADER = "x-request-id"
+_REQUEST_ID = re.compile(rb"[A-Za-z0-9._:-]{1,128}")
+
+
+def request_id(scope: Scope) -> bytes:
+    """The request's id: the caller's, if it is well formed, else a new one (kept in the scope)."""
+    known = scope.get("memstream.request_id")
+    if known is None:
+        presented = next((v for k, v in scope["headers"] if k == REQUEST_ID_HEADER.encode()), b"")
+        known = presented if _REQUEST_ID.fullmatch(presented) else uuid.uuid4().hex.encode()
+        scope["memstream.request_id"] = known
+    return bytes(known)
+
+
 class RequestTimer:
     """ASGI middleware timing every HTTP request into ``memstream_gateway_request_seconds``
-    (the app's ``state.gateway.metrics``, once its lifespan has opened them)."""
+    (the app's ``state.gateway.metrics``, once its lifespan has opened them), and naming it
+    with an ``X-Request-Id`` on the answer."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -74,11 +94,13 @@ class RequestTimer:
             return
         started = time.monotonic()
         status = 500  # what the client sees when the app raises before answering
+        named = (REQUEST_ID_HEADER.encode(), request_id(scope))
 
         async def send_noting_status(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                message = {**message, "headers": [*message.get("headers", ()), named]}
             await send(message)
 
         try:

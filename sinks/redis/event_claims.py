@@ -7,12 +7,18 @@ second — outside what erasure of its user found. The gateway claims each id be
 publishes: the first claim records a hash of the turn's identity (agent, user, session, role,
 content, tool); a claim with the same hash passes, another is refused with 409. Claims live
 ``ttl_s`` (a week by default: far longer than any client's retries).
+
+A claim also keeps the turn's time. A client that sends no ``event_time`` gets the gateway's
+clock, which differs on every attempt: a retry takes the first attempt's time back, so that
+the event that reaches the pipeline is the same whichever attempt's answer got lost (the
+session buffer, which keeps turns as sent, holds it once).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 
@@ -39,14 +45,28 @@ class EventClaims:
         self.ttl_s = ttl_s
         self._claim = client.register_script(resources.files("sinks.redis").joinpath("claim_event.lua").read_text())
 
-    async def conflicts(self, tenant_id: str, records: Sequence[Mapping[str, Any]]) -> list[int]:
+    async def conflicts(self, tenant_id: str, records: Sequence[dict[str, Any]]) -> list[int]:
         """Claim every record's event id (one round trip); the indices of records whose id
-        another turn holds."""
+        another turn holds. A retried record's ``event_time`` becomes its first claim's."""
         if not records:
             return []
         async with self.client.pipeline(transaction=False) as pipe:
             for record in records:
                 key = event_claim_key(tenant_id, str(record["event_id"]))
-                await self._claim(keys=[key], args=[identity(record), self.ttl_s], client=pipe)
+                args: list[str | int] = [identity(record), self.ttl_s, _micros(record["event_time"])]
+                await self._claim(keys=[key], args=args, client=pipe)
             results = await pipe.execute()
-        return [i for i, ok in enumerate(results) if not int(ok)]
+        refused = []
+        for i, (record, (ours, kept)) in enumerate(zip(records, results, strict=True)):
+            if not int(ours):
+                refused.append(i)
+            elif int(kept) != _micros(record["event_time"]):
+                record["event_time"] = EPOCH + timedelta(microseconds=int(kept))
+        return refused
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(when: datetime) -> int:
+    return (when - EPOCH) // timedelta(microseconds=1)

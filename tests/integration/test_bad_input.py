@@ -177,3 +177,14 @@ async def test_undecodable_and_invalid_records_go_to_the_dlq_and_the_worker_goes
         assert headers[topics.DLQ_SOURCE_TOPIC] == topics.TURNS.encode()
         assert int(headers[topics.DLQ_SOURCE_OFFSET]) >= 0
         assert headers[topics.DLQ_STAGE] == b"decode"
+
+
+async def test_every_answer_names_its_request(gateway: httpx.AsyncClient) -> None:
+    """``X-Request-Id``: the caller's own when well formed, else one the gateway makes."""
+    echoed = await gateway.get("/v1/tenant/privacy", headers={"x-request-id": "agent-7:turn.42"})
+    refused = await gateway.post("/v1/turns", content=b"{", headers={"content-type": "application/json"})
+    odd = await gateway.get("/healthz", headers={"x-request-id": "no spaces allowed"})
+    assert echoed.headers["x-request-id"] == "agent-7:turn.42"
+    assert refused.status_code == 400 and len(refused.headers["x-request-id"]) == 32
+    assert odd.headers["x-request-id"] != "no spaces allowed" and len(odd.headers["x-request-id"]) == 32
+    assert refused.headers["x-request-id"] != odd.headers["x-request-id"]
