@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test test-fast fuzz lint typecheck format bench-ingest demo clean
 
-$(STAMP): pyproject.toml
+# memstream-client (clients/python, the SDK) is installed in the same pip command: it is what
+# the dev extra's requirement on it resolves to.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e './clients/python[mcp,adk]' -e '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -20,7 +22,7 @@ test: $(STAMP)
 
 # The unit tests alone (no services): the loop to run while editing, under 30 s.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q tests/unit clients/python/tests
 
 # Deeper, freshly seeded property tests of the gateway (the fuzz test and schemathesis): commit
 # what the fuzz test saves under tests/hypothesis-examples, and pin what either finds as a test.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,12 +17,24 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
 from agents_gateway.limits import RequestGuard
+from agents_gateway.mcp import mount_mcp
 from agents_gateway.metrics import GatewayMetrics, RequestTimer
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.openapi import complete
 from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
-from agents_gateway.routes import context, health, memory, permissions, search, sessions, tenant, turns, users
+from agents_gateway.routes import (
+    context,
+    health,
+    memories,
+    memory,
+    permissions,
+    search,
+    sessions,
+    tenant,
+    turns,
+    users,
+)
 from agents_gateway.state import GatewayState
 from memstream.embedder import Embedder, build_embedder
 from memstream.embedder.base import CachedEmbedder
@@ -42,7 +55,7 @@ log = logging.getLogger(__name__)
 
 #: Every route of the gateway, in the order they are matched.
 ROUTERS = tuple(
-    module.router for module in (turns, sessions, search, context, memory, permissions, tenant, users, health)
+    module.router for module in (turns, sessions, search, context, memory, memories, permissions, tenant, users, health)
 )
 
 
@@ -114,7 +127,8 @@ def create_app(settings: Settings) -> FastAPI:
         state.access.start()
         checks = asyncio.get_running_loop().create_task(_warn_without_text_index(pool), name="text-index-check")
         try:
-            yield
+            async with mcp.running() if mcp is not None else contextlib.nullcontext():
+                yield
         finally:
             checks.cancel()
             try:
@@ -142,6 +156,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(RequestTimer)
     for router in ROUTERS:
         app.include_router(router)
+    mcp = mount_mcp(app)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -31,6 +31,10 @@ Scope = str
 SYSTEM_SCOPE = "system"
 #: Where the RequestGuard (agents_gateway/limits.py) leaves the principal it authenticated.
 PRINCIPAL_SCOPE_KEY = "memstream.principal"
+#: Set in the ASGI scope of the gateway's calls to itself (``agents_gateway/mcp.py``): the outer
+#: request was authenticated and rate-limited already, so the inner one is not charged again.
+#: Only the in-process transport sets it; nothing a client sends can.
+INTERNAL_SCOPE_KEY = "memstream.internal"
 
 
 @dataclass(frozen=True)
@@ -218,6 +222,9 @@ class Authenticator:
             raise await refuse(_unauthorized("unknown API key"))
         if record.revoked:
             raise await refuse(_unauthorized("this API key has been revoked"))
+        principal = Principal(key_id, record.tenant_id, record.agent_id, frozenset(record.scopes))
+        if request.scope.get(INTERNAL_SCOPE_KEY):  # the gateway calling itself for a caller it has charged
+            return principal
         if record.rate_limit_per_s is not None:  # the key's own limit: a burst of one second's worth
             rate, burst = record.rate_limit_per_s, max(1.0, record.rate_limit_per_s)
         else:
@@ -235,6 +242,22 @@ class Authenticator:
                 f"the tenant's rate limit of {tenant_rate:g} requests/s (all its keys together) exceeded",
                 verdict.retry_after_s,
             )
+        return principal
+
+    async def verify(self, presented: str) -> Principal | None:
+        """The holder of a key the request guard has already authenticated (and charged), or
+        None: a check without rate limits, for a mounted app that sees the key again (``/mcp``)."""
+        parts = KEY_FORMAT.fullmatch(presented)
+        if parts is None:
+            return None
+        key_id, secret = parts.groups()
+        known = self._known.get(key_id)
+        if known is not None and known[0] > time.monotonic():
+            record: KeyRecord | None = known[1]
+        else:
+            record, _ = await self._shared_lookup(key_id)
+        if record is None or record.revoked or not record.matches(secret):
+            return None
         return Principal(key_id, record.tenant_id, record.agent_id, frozenset(record.scopes))
 
 
@@ -254,18 +277,25 @@ def check_parameters(request: Request, principal: Principal) -> None:
         principal.check_agent(claimed)
 
 
-def scoped(scope: Scope, *, tenant_wide: bool = False) -> Callable[[Request], Awaitable[Principal]]:
+def scoped(
+    scope: Scope, *, tenant_wide: bool = False, agent_scope: Scope | None = None
+) -> Callable[[Request], Awaitable[Principal]]:
     """A FastAPI dependency: an authenticated caller holding ``scope``. ``tenant_wide``
     operations (erasing a user, the tenant's policies and rules, allow-once grants) also need
-    a key that is not bound to an agent: an agent's key acts for that agent only."""
+    a key that is not bound to an agent: an agent's key acts for that agent only. With
+    ``agent_scope``, a key bound to an agent may hold that scope instead, for an operation on its
+    own agent's memory only (forgetting one of its memories takes ``ingest``, where a
+    tenant-level key needs ``admin``)."""
 
     async def dependency(request: Request) -> Principal:
         # Authenticated by the RequestGuard before the body was read (agents_gateway/limits.py).
         principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
         if principal is None:
             principal = await gateway_state(request).auth.authenticate(request)
-        if scope not in principal.scopes:
-            raise ApiError(403, "missing_scope", f"this key lacks the '{scope}' scope")
+        as_agent = agent_scope is not None and principal.agent_id is not None
+        if scope not in principal.scopes and not (as_agent and agent_scope in principal.scopes):
+            wanted = f"'{agent_scope}' (or '{scope}')" if as_agent else f"'{scope}'"
+            raise ApiError(403, "missing_scope", f"this key lacks the {wanted} scope")
         if tenant_wide and principal.agent_id is not None:
             raise ApiError(
                 403, "tenant_key_required",
@@ -276,5 +306,6 @@ def scoped(scope: Scope, *, tenant_wide: bool = False) -> Callable[[Request], Aw
         request.state.principal = principal
         return principal
 
-    dependency.__name__ = f"require_{scope}" + ("_tenant_wide" if tenant_wide else "")
+    suffix = ("_tenant_wide" if tenant_wide else "") + (f"_or_agent_{agent_scope}" if agent_scope else "")
+    dependency.__name__ = f"require_{scope}{suffix}"
     return dependency

@@ -37,10 +37,19 @@ from memstream.settings import Settings
 TURNS_PATH = "/v1/turns"
 
 
+MCP_PATH = "/mcp"
+
+
 def body_cap(settings: Settings, path: str) -> int:
     """Bytes a request body to ``path`` may have: ``max_body_bytes`` for turns (batches of up
-    to 500), ``max_json_body_bytes`` for every other endpoint (small JSON documents)."""
-    return settings.max_body_bytes if path == TURNS_PATH else settings.max_json_body_bytes
+    to 500, also through MCP's ``remember``), ``max_json_body_bytes`` for every other endpoint
+    (small JSON documents)."""
+    return settings.max_body_bytes if path in (TURNS_PATH, MCP_PATH) else settings.max_json_body_bytes
+
+
+def authenticated(path: str) -> bool:
+    """Whether a path needs an API key before anything else happens: every /v1 route and MCP."""
+    return path.startswith("/v1/") or path == MCP_PATH
 
 
 class _BodyRefused(Exception):
@@ -70,7 +79,7 @@ class RequestGuard:
             message = f"the request headers take {header_bytes} bytes; the limit is {limit}"
             await _answer(scope, send, error_response(431, "headers_too_large", message), close=True)
             return
-        if scope["path"].startswith("/v1/") and _routed(scope):
+        if authenticated(scope["path"]) and _routed(scope):
             response = await self._authenticate(scope, receive)
             if response is None and has_body and not _json(headers):
                 response = error_response(415, "unsupported_media_type", "send the body as application/json")

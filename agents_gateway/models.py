@@ -408,6 +408,27 @@ class ConsentOut(BaseModel):
     after_erasure: bool = Field(description="Whether the user had been erased (otherwise nothing changes).")
 
 
+class ForgottenOut(BaseModel):
+    """What ``DELETE /v1/memories/{memory_id}`` forgot."""
+
+    kind: Literal["episode", "fact"]
+    id: uuid.UUID = Field(description="The memory forgotten: an episode's event id or a fact version's id.")
+    memory_type: str = Field(description="episodic, procedural or summary (an episode), or fact")
+    forgotten_at: datetime
+    repeated: bool = Field(
+        description="It had been forgotten before: this repeats that answer, and nothing more was removed."
+    )
+    buffer_turns: int = Field(description="Entries of the turn removed from its session buffer (0 if none).")
+    summary_dropped: bool = Field(
+        description="The session's rolling summary was dropped: it had folded in turns up to this one's time, "
+        "so it may have held it."
+    )
+    restored_fact_id: uuid.UUID | None = Field(
+        description="A fact: the earlier version that takes its place (current again when the forgotten version "
+        "was current), as if the forgotten one had never been stated; null for an episode or a first version."
+    )
+
+
 class FactOut(BaseModel):
     fact_id: uuid.UUID
     user_id: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -67,6 +68,26 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
     from ops.demo import run_demo
 
     return run_demo(settings, gateway=args.gateway, api_key=args.api_key)
+
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """The MCP server on stdio (``memstream_client.mcp``), against ``--base-url`` or
+    ``MEMSTREAM_BASE_URL``, else this machine's gateway as settings place it."""
+    try:
+        from memstream_client.mcp import main as mcp_main
+    except ImportError as exc:
+        print(
+            f"memstream mcp needs the MCP extra ({exc.name} is missing): pip install 'memstream[mcp]'", file=sys.stderr
+        )
+        return 2
+    from ops.stack.state import gateway_url
+
+    argv = list(args.args)
+    if not any(a == "--base-url" or a.startswith("--base-url=") for a in argv) and not os.environ.get(
+        "MEMSTREAM_BASE_URL"
+    ):
+        argv = ["--base-url", gateway_url(settings), *argv]
+    return mcp_main(argv, prog="memstream mcp")
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
@@ -217,6 +238,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay_cli.add_parser(sub, _instant)
     dlq_cli.add_parser(sub)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve memory tools to an MCP client on stdio (memstream mcp --help for its options)",
+        add_help=False,
+        prefix_chars="\0",  # every argument is the MCP server's own (memstream_client.mcp)
+    )
+    mcp.add_argument("args", nargs=argparse.REMAINDER)
+    mcp.set_defaults(func=_mcp)
 
     demo = sub.add_parser("demo", help="play the seed scenario against a running stack (or one it starts)")
     demo.add_argument("--gateway", help="gateway URL (default: the running `memstream up`)")

@@ -40,7 +40,8 @@ class WorkerMetrics:
             registry=self.registry,
         )  # fmt: skip
         self.facts = Counter(
-            "memstream_facts_total", "Facts applied, by action (insert, merge, supersede, duplicate).",
+            "memstream_facts_total",
+            "Facts applied, by action (insert, merge, supersede, history, duplicate; erased, forgotten: skipped).",
             ["action"], registry=self.registry,
         )  # fmt: skip
         self.audit_published = Counter(

@@ -48,6 +48,7 @@ EPISODES = StagedInsert.of(
     ],
     time_column="created_at",
     computed=(("text_config", TENANT_TEXT_CONFIG),),
+    skip_forgotten_episodes=True,
 )
 
 DEFAULT_IMPORTANCE = 0.5
@@ -75,9 +76,9 @@ def _row(e: Episode, model: str) -> tuple[Any, ...]:
 async def upsert_episodes(
     conn: psycopg.AsyncConnection[Any], episodes: Sequence[Episode], *, model: str
 ) -> dict[str, list[uuid.UUID]]:
-    """Insert episodes keyed by (tenant, event id); existing ones (and erased users') are left
-    alone. Each tenant's new memory is recorded in its audit log in the same transaction.
-    Returns the event ids inserted, per tenant."""
+    """Insert episodes keyed by (tenant, event id); existing ones (and erased users', and
+    episodes forgotten on their own) are left alone. Each tenant's new memory is recorded in its
+    audit log in the same transaction. Returns the event ids inserted, per tenant."""
     rows = (_row(e, model) for e in episodes)
     agents: dict[uuid.UUID, str] = {e.turn.event_id: e.turn.agent_id for e in episodes}
     kinds: dict[uuid.UUID, str] = {e.turn.event_id: e.memory_type for e in episodes}

@@ -16,7 +16,8 @@ then in force, or splitting it (that version closes when the fact was stated; th
 version runs until the next one began) — and the subject's versions are renumbered, so the
 current version is always the latest statement, whichever order they came in.
 
-Every change is audited in the same transaction; a fact of an erased user, or one whose
+Every change is audited in the same transaction; a fact of an erased user, one whose statement
+was forgotten (``DELETE /v1/memories/{id}``: ``sinks/postgres/forgetting.py``), or one whose
 source event was already applied (a redelivery), changes nothing.
 """
 
@@ -38,7 +39,7 @@ from memstream.extraction.types import Triple
 from sinks.postgres.audit import append_audit
 from sinks.postgres.erasure import forgotten, lock_users
 
-Action = Literal["insert", "merge", "supersede", "history", "duplicate", "erased"]
+Action = Literal["insert", "merge", "supersede", "history", "duplicate", "erased", "forgotten"]
 _EDGE_NAMESPACE = uuid.UUID("6f1c3c1e-4a53-4b0e-9d6a-6d656d737472")
 
 
@@ -200,6 +201,11 @@ WHERE f.tenant_id = %(tenant)s AND f.fact_id = c.fact_id
 """
 
 
+async def renumber(conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str, subject_key: str) -> None:
+    """Number a subject's versions in the order they began, each reason naming the one before."""
+    await conn.execute(_RENUMBER, {"tenant": tenant_id, "user": user_id, "key": subject_key})
+
+
 def _embedding(row: dict[str, Any]) -> npt.NDArray[np.float32]:
     stored = row["embedding"]
     return np.asarray(stored.to_numpy() if isinstance(stored, Vector) else stored, dtype=np.float32)
@@ -264,7 +270,7 @@ async def _into_history(
     await _insert(
         conn, fact, model=model, version=0, reason="", valid_to=valid_to, superseded_by=superseded_by
     )  # numbered with the rest below
-    await conn.execute(_RENUMBER, {"tenant": fact.tenant_id, "user": fact.user_id, "key": fact.subject_key})
+    await renumber(conn, fact.tenant_id, fact.user_id, fact.subject_key)
     cur = await conn.execute(
         "SELECT version FROM facts WHERE tenant_id = %s AND fact_id = %s", (fact.tenant_id, fact.fact_id)
     )
@@ -334,10 +340,28 @@ async def apply_facts(
     users = {f.user_id for f in facts}
     await lock_users(conn, tenant, users)
     erased = await forgotten(conn, tenant, ((f.source_event_id, f.user_id, f.observed_at) for f in facts))
+    unsaid = await _forgotten_statements(conn, tenant, facts)
     applied = []
-    for fact in facts:
+    for index, fact in enumerate(facts):
         if fact.source_event_id in erased:
             applied.append(Applied("erased", fact.fact_id))
             continue
+        if index in unsaid:
+            applied.append(Applied("forgotten", fact.fact_id))
+            continue
         applied.append(await apply_fact(conn, fact, model=model, merge_threshold=merge_threshold))
     return applied
+
+
+async def _forgotten_statements(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, facts: Sequence[FactRecord]
+) -> set[int]:
+    """The positions of the facts whose statement (their event about their subject) was
+    forgotten (``memstream_statement_forgotten``, migration 0010)."""
+    cur = await conn.execute(
+        "SELECT i.n - 1 FROM unnest(%s::text[], %s::text[], %s::uuid[])"
+        " WITH ORDINALITY AS i(user_id, subject, event, n)"
+        " WHERE memstream_statement_forgotten(%s, i.user_id, i.subject, i.event)",
+        ([f.user_id for f in facts], [f.subject_key for f in facts], [f.source_event_id for f in facts], tenant_id),
+    )
+    return {int(row[0]) for row in await cur.fetchall()}

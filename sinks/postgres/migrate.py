@@ -36,6 +36,9 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "erasures": ("SELECT",),
     "erased_events": ("SELECT",),
     "consents": ("SELECT",),
+    # Tombstones of memories forgotten one by one (migration 0010): written, never changed.
+    "forgotten_memories": ("SELECT", "INSERT"),
+    "forgotten_statements": ("SELECT", "INSERT"),
     "audit_log": ("SELECT", "INSERT"),
     "audit_outbox": ("SELECT", "DELETE"),
     "permission_rules": ("SELECT", "INSERT", "DELETE"),

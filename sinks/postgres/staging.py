@@ -37,6 +37,9 @@ class StagedInsert:
     #: Columns computed once per tenant in the INSERT ... SELECT: (column, SQL expression that
     #: may use ``%(tenant)s``), e.g. the tenant's text-search configuration.
     computed: tuple[tuple[str, str], ...] = ()
+    #: Also skip rows whose event id names an episode forgotten on its own
+    #: (``memstream_episode_forgotten``, migration 0010).
+    skip_forgotten_episodes: bool = False
 
     @classmethod
     def of(
@@ -47,6 +50,7 @@ class StagedInsert:
         time_column: str,
         order_by: tuple[str, ...] = (),
         computed: tuple[tuple[str, str], ...] = (),
+        skip_forgotten_episodes: bool = False,
     ) -> StagedInsert:
         """Build from (column, type) pairs."""
         return cls(
@@ -56,6 +60,7 @@ class StagedInsert:
             time_column=time_column,
             order_by=order_by,
             computed=computed,
+            skip_forgotten_episodes=skip_forgotten_episodes,
         )
 
     @property
@@ -80,18 +85,22 @@ class StagedInsert:
         targets = sql.SQL(", ").join(map(sql.Identifier, (*self.columns, *(c for c, _ in self.computed))))
         values = sql.SQL(", ").join([*map(sql.Identifier, self.columns), *(sql.SQL(e) for _, e in self.computed)])
         order: sql.Composable = sql.SQL("")
+        skip: sql.Composable = sql.SQL("")
+        if self.skip_forgotten_episodes:
+            skip = sql.SQL(" AND NOT memstream_episode_forgotten(s.tenant_id, s.event_id)")
         if self.order_by:
             order = sql.SQL(" ORDER BY {}").format(sql.SQL(", ").join(map(sql.Identifier, self.order_by)))
         return sql.SQL(
             "INSERT INTO {table} ({targets}) SELECT {values} FROM {stage} s"
             " WHERE s.tenant_id = %(tenant)s AND NOT memstream_forgotten(s.tenant_id, s.user_id, s.event_id, s.{time})"
-            "{order} ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING event_id"
+            "{skip}{order} ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING event_id"
         ).format(
             table=sql.Identifier(self.table),
             targets=targets,
             values=values,
             stage=sql.Identifier(self.stage),
             time=sql.Identifier(self.time_column),
+            skip=skip,
             order=order,
         )
 

@@ -10,13 +10,15 @@ tenant:
 2. carries over what the event log cannot re-derive: access statistics, and episodes whose
    origin is not in the log (written by hand, or in flight);
 3. deletes the scope's live rows and copies the rebuilt ones in, skipping users erased
-   meanwhile.
+   meanwhile and memories forgotten meanwhile (``forgetting.py``: the version before a fact
+   left out takes its place, as it did in the live tables).
 
 Callers act for each tenant (``act_as``) inside the caller's transaction.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,10 @@ import psycopg
 from psycopg import sql
 
 from sinks.postgres.event_log import MAINTENANCE_TOPIC
+from sinks.postgres.forgetting import Gap, take_over
 from sinks.postgres.shadow import columns, table
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,13 @@ _TABLES = (
     ("skill_runs", ("event_id", "at")),
     ("skills", None),
 )
+#: What was forgotten on its own while the replay ran (migration 0010) stays out too; an edge
+#: follows its fact version.
+_ALSO_FORGOTTEN = {
+    "episodes": " AND NOT {live}.memstream_episode_forgotten(s.tenant_id, s.event_id)",
+    "facts": " AND NOT {live}.memstream_statement_forgotten(s.tenant_id, s.user_id, s.subject_key, s.source_event_id)",
+    "edges": " AND EXISTS (SELECT 1 FROM {live}.facts f WHERE f.tenant_id = s.tenant_id AND f.fact_id = s.fact_id)",
+}
 _ACCESS_KEYS = {"episodes": "event_id", "facts": "fact_id"}
 #: Where a row of each table came from, to find the ones the log does not (yet) explain.
 _SOURCES = {
@@ -152,6 +164,8 @@ async def replace_rows(
             keep = sql.SQL(
                 " AND EXISTS (SELECT 1 FROM {runs} r WHERE r.tenant_id = s.tenant_id AND r.skill_id = s.skill_id)"
             ).format(runs=table(live, "skill_runs"))
+        if name in _ALSO_FORGOTTEN:
+            keep = sql.Composed([keep, sql.SQL(_ALSO_FORGOTTEN[name]).format(live=sql.Identifier(live))])
         cur = await conn.execute(
             sql.SQL("INSERT INTO {l} ({names}) SELECT {names} FROM {s} AS s WHERE {owned}{keep}").format(
                 l=table(live, name), s=table(shadow, name), names=names, owned=_owned("s"), keep=keep
@@ -159,4 +173,32 @@ async def replace_rows(
             scope.params(),
         )
         copied[name] = cur.rowcount
+    closed = await close_gaps(conn, live, shadow, scope)
+    if closed:
+        log.info("switch: %d fact versions took the place of versions forgotten during the replay", closed)
     return copied
+
+
+#: Live versions whose successor in the rebuild was left out, with what that successor held.
+_GAPS = """
+SELECT p.fact_id, p.user_id, p.subject_key, x.valid_to, x.superseded_by
+  FROM {live} AS p JOIN {shadow} AS x ON x.tenant_id = p.tenant_id AND x.fact_id = p.superseded_by
+ WHERE {owned}
+   AND NOT EXISTS (SELECT 1 FROM {live} AS n WHERE n.tenant_id = p.tenant_id AND n.fact_id = p.superseded_by)
+"""
+
+
+async def close_gaps(conn: psycopg.AsyncConnection[Any], live: str, shadow: str, scope: SwitchScope) -> int:
+    """A fact version forgotten while the replay ran is left out of the switch; the version
+    before it takes its place (``forgetting.take_over``, whose SQL names the tables unqualified:
+    the switch's own connection finds the live ones). Returns how many took a place."""
+    closed = 0
+    query = sql.SQL(_GAPS).format(live=table(live, "facts"), shadow=table(shadow, "facts"), owned=_owned("p"))
+    while True:  # a run of left-out versions is closed one step per round
+        cur = await conn.execute(query, scope.params())
+        gaps = await cur.fetchall()
+        if not gaps:
+            return closed
+        for fact_id, user_id, subject_key, valid_to, superseded_by in gaps:
+            await take_over(conn, scope.tenant_id, user_id, subject_key, fact_id, Gap(valid_to, superseded_by))
+        closed += len(gaps)

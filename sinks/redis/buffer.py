@@ -135,6 +135,16 @@ class RollingSummary:
 
 
 @dataclass(frozen=True)
+class TurnForgotten:
+    """What forgetting one turn removed from its session's buffer."""
+
+    #: Entries of the turn removed (0: it was not buffered, or no longer).
+    removed: int
+    #: The rolling summary was dropped: it had folded in turns up to the turn's time.
+    summary_dropped: bool
+
+
+@dataclass(frozen=True)
 class BufferView:
     """A session as the buffer holds it: summary, turns waiting to be folded, the window."""
 
@@ -166,6 +176,7 @@ class SessionBuffers:
         scripts = resources.files("sinks.redis")
         self._append = client.register_script(scripts.joinpath("append_buffer.lua").read_text())
         self._fold = client.register_script(scripts.joinpath("fold_buffer.lua").read_text())
+        self._forget_turn = client.register_script(scripts.joinpath("forget_turn.lua").read_text())
 
     async def append(self, batch: Mapping[SessionRef, Sequence[BufferEntry]]) -> dict[SessionRef, Appended]:
         """Append each buffer's entries; one pipelined round trip for the whole batch."""
@@ -260,6 +271,14 @@ class SessionBuffers:
     async def release_request(self, ref: SessionRef) -> None:
         """Let the next append request a compaction again (after a request found nothing due)."""
         await self.client.delete(request_key(*ref))
+
+    async def forget_turn(self, ref: SessionRef, event_id: str, event_time: datetime) -> TurnForgotten:
+        """Remove one turn from its buffer, and drop the rolling summary if it may hold the turn
+        (``forget_turn.lua``): a memory forgotten on its own."""
+        removed, dropped = await self._forget_turn(
+            keys=[buffer_key(*ref), summary_key(*ref)], args=[event_id, event_time_micros(event_time)]
+        )
+        return TurnForgotten(removed=int(removed), summary_dropped=bool(int(dropped)))
 
     async def forget(self, tenant_id: str, user_id: str) -> int:
         """Delete every buffer, summary and mark of the user, in whatever session — found by

@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from sinks.postgres.erasure import forgotten, lock_users
+from sinks.postgres.forgetting import forgotten_episodes
 from sinks.postgres.tenancy import act_as
 from sinks.redis.buffer import BufferEntry, SessionRef, to_entry
 from streams.compaction import CompactionRequests
@@ -25,8 +26,8 @@ class BufferStage(SinkStage):
         by_tenant: dict[str, list[Decoded]] = defaultdict(list)
         for item in batch:
             by_tenant[item.turn.tenant_id].append(item)
-        # Holding the users' shared locks while Redis is written: an erasure waits for this
-        # batch, then deletes the buffers; later batches see its tombstone.
+        # Holding the users' shared locks while Redis is written: an erasure (or a turn forgotten
+        # on its own) waits for this batch, then deletes the buffers; later batches see its tombstone.
         async with self.resources.pool.connection() as conn, conn.transaction():
             by_session: dict[SessionRef, list[BufferEntry]] = defaultdict(list)
             for tenant, items in sorted(by_tenant.items()):
@@ -36,6 +37,7 @@ class BufferStage(SinkStage):
                 erased = await forgotten(
                     conn, tenant, ((d.turn.event_id, d.turn.user_id, d.turn.event_time) for d in items)
                 )
+                erased |= await forgotten_episodes(conn, tenant, (d.turn.event_id for d in items))
                 for item in items:
                     turn = item.turn
                     if turn.event_id in erased:

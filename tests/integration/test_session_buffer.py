@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import orjson
 import redis.asyncio as aioredis
@@ -115,5 +116,38 @@ async def test_the_hard_cap_bounds_a_buffer_whose_summariser_is_down(stack: Runn
         result = (await buffers.append({ref: [entry(s, 1) for s in range(1, 21)]}))[ref]
         assert (result.held, result.due) == (12, 7)
         assert [t["event_id"] for t in await buffers.read(ref)] == [f"e{s}" for s in range(9, 21)]
+    finally:
+        await client.aclose()
+
+
+async def test_forgetting_a_turn_removes_it_and_a_summary_that_may_hold_it(stack: RunningStack) -> None:
+    """``forget_turn.lua``: the turn's entry goes wherever it is; the rolling summary goes too
+    when it has folded in turns up to the forgotten one's time, and only then."""
+    client = aioredis.from_url(stack.settings.require_redis_url())
+
+    def at(score: int) -> datetime:  # the buffer's score is the event time in microseconds
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=score)
+
+    try:
+        buffers = SessionBuffers(client, max_turns=3, max_tokens=10_000)
+        ref = SessionRef(f"t-{uuid.uuid4().hex[:8]}", "u", "s")
+        await buffers.append({ref: [entry(s, 1) for s in range(1, 9)]})
+        due = await buffers.due(ref, limit=3)  # e1..e3 folded; e4, e5 wait; e6..e8 are the window
+        await buffers.fold(ref, due, text="e1 to e3", summarizer="t", input_tokens=1, output_tokens=1, agents=[])
+
+        windowed = await buffers.forget_turn(ref, "e7", at(7))
+        pending = await buffers.forget_turn(ref, "e4", at(4))
+        absent = await buffers.forget_turn(ref, "e99", at(99))
+        assert (windowed.removed, windowed.summary_dropped) == (1, False)
+        assert (pending.removed, pending.summary_dropped) == (1, False)
+        assert (absent.removed, absent.summary_dropped) == (0, False)
+        assert [t["event_id"] for t in await buffers.read(ref)] == ["e5", "e6", "e8"]
+        assert await buffers.summary(ref) is not None
+
+        folded = await buffers.forget_turn(ref, "e2", at(2))  # in the summary's text, not in the buffer
+        assert (folded.removed, folded.summary_dropped) == (0, True)
+        assert await buffers.summary(ref) is None
+        late = (await buffers.append({ref: [entry(2, 1)]}))[ref]  # the trim mark stays: folded turns stay out
+        assert late.held == 3 and "e2" not in [t["event_id"] for t in await buffers.read(ref)]
     finally:
         await client.aclose()

@@ -23,7 +23,11 @@ def test_the_gateway_does_not_load_faust_nor_the_operator_commands() -> None:
 
 def test_the_layers_contract_names_every_room_top_to_bottom() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    [contract] = config["contracts"]
-    assert contract["type"] == "layers"
-    assert contract["layers"] == ["bench", "ops", "agents_gateway", "streams", "sinks", "memstream", "schemas"]
-    assert set(config["root_packages"]) == set(contract["layers"])
+    layers, sdk = config["contracts"]
+    assert layers["type"] == "layers"
+    assert layers["layers"] == ["bench", "ops", "agents_gateway", "streams", "sinks", "memstream", "schemas"]
+    assert set(config["root_packages"]) == {*layers["layers"], "memstream_client"}
+    # The SDK (clients/python) is its own distribution: it may import none of the server's rooms.
+    assert sdk["type"] == "forbidden"
+    assert sdk["source_modules"] == ["memstream_client"]
+    assert set(sdk["forbidden_modules"]) == set(layers["layers"])

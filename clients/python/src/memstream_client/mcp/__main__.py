@@ -1,0 +1,3 @@
+from memstream_client.mcp.stdio import main
+
+raise SystemExit(main())
