@@ -38,9 +38,9 @@ READ_TOOLS = {
     "fact_history",
     "related_entities",
     "best_skills",
-    "check_permission",
 }
-WRITE_TOOLS = {"remember", "record_tool_outcome", "forget"}
+# check_permission uses up the allow-once grant that allows a command: not read-only.
+WRITE_TOOLS = {"remember", "record_tool_outcome", "forget", "check_permission"}
 #: Tools that delete memory (MCP's destructiveHint): forgetting, and nothing else.
 DESTRUCTIVE_TOOLS = {"forget"}
 
@@ -98,7 +98,7 @@ async def test_tools_list_with_schemas_and_annotations(memstream: AsyncMemstream
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is (name in READ_TOOLS), name
         assert tool.annotations.destructive_hint is (name in DESTRUCTIVE_TOOLS), name
-        assert tool.annotations.idempotent_hint is True, name
+        assert tool.annotations.idempotent_hint is (name != "check_permission"), name
     remember = tools["remember"].input_schema
     assert remember["required"] == ["turns"]  # the user comes from the connection's default
     turn = remember["$defs"]["MemoryTurn"]

@@ -51,6 +51,8 @@ READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_h
 #: Writes add memory (never overwrite or delete it) and are idempotent by event id.
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 #: Forgetting deletes a memory for good; asking again changes nothing more.
+#: A permission check reads rules, but uses up the allow-once grant that allows a command.
+CHECK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 FORGET = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 
 
@@ -338,8 +340,9 @@ def build_server(
 
     @server.tool(
         description="Whether a command may run: ALLOW, BLOCK or PENDING (ask a person), with the tier and the "
-        "rule that decided. Call it before running a shell command or another risky tool.",
-        annotations=READ,
+        "rule that decided. Call it right before running a shell command or another risky tool: an ALLOW "
+        "that an operator's allow-once grant gave is used up by this check.",
+        annotations=CHECK,
     )
     async def check_permission(
         ctx: Context,
