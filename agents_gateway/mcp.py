@@ -10,8 +10,9 @@ unknown key is a 401 before any body is read), charged its rate limits and cappe
 (``agents_gateway/limits.py``). The MCP layer then checks the same key through its own
 ``TokenVerifier``, so a tool always runs with a verified key in its context.
 
-The transport is stateless and answers JSON: no session lives in one gateway process, so any
-number of gateways behind a load balancer serve ``/mcp``. Every request needs a key, which a
+The transport is stateless and answers JSON to a POST (GET, a server-to-client stream, is 405):
+no session lives in one gateway process, so any number of gateways behind a load balancer serve
+``/mcp``, and no request outlives its answer. Every request needs a key, which a
 page in a victim's browser does not have: DNS-rebinding checks of the Host header are off, so
 that the gateway answers under whatever name it is deployed.
 """
@@ -129,6 +130,22 @@ class McpMount:
                 await self._loopback.aclose()
 
 
+class _BearerFromApiKey:
+    """The MCP app's bearer check reads ``Authorization`` only; a caller that presented its key
+    as ``X-API-Key`` (which the request guard has already verified) is passed on as a bearer.
+    (A class, not a function: Starlette takes a plain function for a request handler.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        names = {name for name, _ in scope["headers"]}
+        if b"authorization" not in names and b"x-api-key" in names:
+            key = next(value for name, value in scope["headers"] if name == b"x-api-key").strip()
+            scope = {**scope, "headers": [*scope["headers"], (b"authorization", b"Bearer " + key)]}
+        await self.app(scope, receive, send)
+
+
 def mount_mcp(app: FastAPI) -> McpMount | None:
     """Serve MCP at ``/mcp`` when the ``mcp`` extra is installed; say so once when it is not."""
     try:
@@ -136,5 +153,8 @@ def mount_mcp(app: FastAPI) -> McpMount | None:
     except ImportError as exc:
         log.info("MCP over HTTP is off (%s): pip install 'memstream[mcp]' to serve /mcp", exc.name)
         return None
-    app.router.routes.append(Route(MCP_PATH, endpoint=mount.asgi, methods=["GET", "POST", "DELETE"]))
+    # POST only: a stateless server has no stream for GET to hold open (the protocol's answer to
+    # GET is then 405), and no session for DELETE to end. An open stream per request would let
+    # one key hold the gateway's connections (and its concurrency limit) for everyone.
+    app.router.routes.append(Route(MCP_PATH, endpoint=_BearerFromApiKey(mount.asgi), methods=["POST"]))
     return mount

@@ -195,10 +195,14 @@ async def test_a_gateway_refusal_is_an_error_result_with_its_message(memstream: 
         invalid = await mcp.call_tool("search_memory", {"user_id": "no such/user", "query": "x"})
         no_user = await mcp.call_tool("recall", {"query": "x"})  # no argument and no default
         bad_args = await mcp.call_tool("related_entities", {"user_id": "u", "entity": "x", "depth": 9})
+        naive = await mcp.call_tool("search_memory", {"user_id": "u", "query": "x", "since": "2020-01-01T00:00:00"})
+        comma = await mcp.call_tool("search_memory", {"user_id": "u", "query": "x", "tags": ["a,b"]})
     assert invalid.is_error and "422" in text_of(invalid) and "user_id" in text_of(invalid)
     assert no_user.is_error and "user_id is required" in text_of(no_user)
     assert bad_args.is_error and "depth" in text_of(bad_args)
-    for result in (invalid, no_user, bad_args):
+    assert naive.is_error and "timezone" in text_of(naive)  # refused by the SDK, said as the SDK says it
+    assert comma.is_error and "comma" in text_of(comma)
+    for result in (invalid, no_user, bad_args, naive, comma):
         assert "Traceback" not in text_of(result)
 
 
@@ -257,6 +261,19 @@ async def test_http_without_a_key_is_401(served: Served) -> None:
     assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
     assert response.json()["error"]["code"] == "unauthorized"
     assert wrong.status_code == 401
+
+
+async def test_http_holds_no_stream_open_and_takes_either_key_header(stack: RunningStack, served: Served) -> None:
+    """A stateless server answers a POST and is done: GET (a server-to-client stream, which one
+    key could hold open by the thousand) is 405 at once. ``X-API-Key`` works as ``Bearer`` does."""
+    key = stack.key(f"t-{uuid.uuid4().hex[:10]}")
+    async with httpx.AsyncClient(base_url=served.url, timeout=10) as http:
+        stream = await http.get("/mcp", headers={"authorization": f"Bearer {key}", "accept": "text/event-stream"})
+        ended = await http.request("DELETE", "/mcp", headers={"authorization": f"Bearer {key}"})
+    assert stream.status_code == 405 and ended.status_code == 405
+    async with over_http(served, None, **{"x-api-key": key}) as mcp:
+        tools = (await mcp.list_tools()).tools
+    assert {t.name for t in tools} == READ_TOOLS | WRITE_TOOLS
 
 
 async def test_http_tenant_isolation_and_scopes(

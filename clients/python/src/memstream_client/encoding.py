@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from urllib.parse import quote
 
+from memstream_client.errors import InvalidArgumentError
+
 QueryValue = str | int | float | bool | datetime | uuid.UUID | Iterable[str] | None
 
 
@@ -23,12 +25,14 @@ def query_value(name: str, value: QueryValue) -> str:
         return "true" if value else "false"
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"{name} must include a timezone (e.g. datetime.now(UTC)), got {value.isoformat()}")
+            raise InvalidArgumentError(
+                f"{name} must include a timezone (e.g. datetime.now(UTC)), got {value.isoformat()}"
+            )
         return value.isoformat()
     if isinstance(value, str | int | float | uuid.UUID):
         return str(value)
     if value is None:
-        raise ValueError(f"{name} has no value")
+        raise InvalidArgumentError(f"{name} has no value")
     return comma_separated(name, value)
 
 
@@ -38,7 +42,9 @@ def comma_separated(name: str, items: Iterable[str]) -> str:
         if not isinstance(item, str):
             raise TypeError(f"{name} must be a list of strings, got {item!r}")
         if "," in item:
-            raise ValueError(f"{name}: an item cannot contain a comma (the list is sent comma-separated): {item!r}")
+            raise InvalidArgumentError(
+                f"{name}: an item cannot contain a comma (the list is sent comma-separated): {item!r}"
+            )
     return ",".join(listed)
 
 
@@ -47,6 +53,6 @@ def path_segment(value: str | uuid.UUID) -> str:
     is encoded as well: an HTTP client would otherwise resolve ``..`` away."""
     text = str(value)
     if not text:
-        raise ValueError("a path parameter cannot be empty")
+        raise InvalidArgumentError("a path parameter cannot be empty")
     quoted = quote(text, safe="")
     return quoted.replace(".", "%2E") if set(text) == {"."} else quoted

@@ -26,6 +26,11 @@ class MemstreamError(Exception):
     """The base of every error this package raises."""
 
 
+class InvalidArgumentError(MemstreamError, ValueError):
+    """An argument the gateway would refuse, refused before anything is sent (a time without a
+    timezone, a list item holding the separator, an empty path parameter)."""
+
+
 class MissingAPIKeyError(MemstreamError):
     """No API key: pass ``api_key=`` or set ``MEMSTREAM_API_KEY``. Raised when a ``/v1`` call is
     made, before anything is sent (a client without a key can still be made and configured)."""

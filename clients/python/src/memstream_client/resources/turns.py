@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memstream_client.endpoint import RequestParts, endpoint
+from memstream_client.errors import InvalidArgumentError
 from memstream_client.models.turns import PublishResult, Turn, TurnBatch
 from memstream_client.resource import AsyncMethod, AsyncResource, SyncMethod, SyncResource
 
@@ -28,7 +29,7 @@ def listed(turns: TurnLike | Sequence[TurnLike]) -> list[Turn]:
         raise TypeError("publish takes a turn (a Turn or a dict) or a list of turns, not a string")
     items = [turns] if isinstance(turns, Turn | Mapping) else list(turns)
     if not items:
-        raise ValueError("publish needs at least one turn")
+        raise InvalidArgumentError("publish needs at least one turn")
     return [item if isinstance(item, Turn) else Turn.model_validate(item) for item in items]
 
 
