@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast fuzz lint typecheck format bench-ingest demo clean
+.PHONY: run test test-fast fuzz lint typecheck format bench-ingest demo clean chromium
 
 # memstream-client (clients/python, the SDK) is installed in the same pip command: it is what
 # the dev extra's requirement on it resolves to.
@@ -17,8 +17,22 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 run: $(STAMP)
 	$(BIN)/memstream up
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/pytest
+
+# The browser tests of the memory explorer (tests/browser) drive the system's Chromium: as root,
+# it is installed here; otherwise they skip, saying so (CI sets MEMSTREAM_BROWSER_TESTS=required,
+# which makes a missing browser a failure).
+CHROMIUM ?= $(or $(MEMSTREAM_CHROMIUM),/usr/bin/chromium)
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+				|| echo "make: could not install Chromium (apt-get failed): the browser tests will not run"; \
+		else \
+			echo "make: the browser tests will not run: no Chromium at $(CHROMIUM) (sudo apt-get install -y chromium, or set MEMSTREAM_CHROMIUM)"; \
+		fi; \
+	fi
 
 # The unit tests alone (no services): the loop to run while editing, under 30 s.
 test-fast: $(STAMP)

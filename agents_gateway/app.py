@@ -25,6 +25,7 @@ from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
 from agents_gateway.routes import (
     context,
+    explorer,
     health,
     memories,
     memory,
@@ -33,6 +34,7 @@ from agents_gateway.routes import (
     sessions,
     tenant,
     turns,
+    ui,
     users,
 )
 from agents_gateway.state import GatewayState
@@ -55,7 +57,8 @@ log = logging.getLogger(__name__)
 
 #: Every route of the gateway, in the order they are matched.
 ROUTERS = tuple(
-    module.router for module in (turns, sessions, search, context, memory, memories, permissions, tenant, users, health)
+    module.router
+    for module in (turns, sessions, search, context, memory, memories, explorer, permissions, tenant, users, health, ui)
 )
 
 

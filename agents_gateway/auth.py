@@ -277,6 +277,24 @@ def check_parameters(request: Request, principal: Principal) -> None:
         principal.check_agent(claimed)
 
 
+async def _caller(request: Request) -> Principal:
+    """The request's principal: authenticated by the RequestGuard before the body was read
+    (agents_gateway/limits.py), else here."""
+    principal: Principal | None = request.scope.get(PRINCIPAL_SCOPE_KEY)
+    if principal is None:
+        principal = await gateway_state(request).auth.authenticate(request)
+    return principal
+
+
+async def authenticated(request: Request) -> Principal:
+    """A FastAPI dependency: any caller with a valid key, whatever its scopes (``/v1/whoami``).
+    The parameters are checked as for every other route (``check_parameters``)."""
+    principal = await _caller(request)
+    check_parameters(request, principal)
+    request.state.principal = principal
+    return principal
+
+
 def scoped(
     scope: Scope, *, tenant_wide: bool = False, agent_scope: Scope | None = None
 ) -> Callable[[Request], Awaitable[Principal]]:
@@ -288,10 +306,7 @@ def scoped(
     tenant-level key needs ``admin``)."""
 
     async def dependency(request: Request) -> Principal:
-        # Authenticated by the RequestGuard before the body was read (agents_gateway/limits.py).
-        principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
-        if principal is None:
-            principal = await gateway_state(request).auth.authenticate(request)
+        principal = await _caller(request)
         as_agent = agent_scope is not None and principal.agent_id is not None
         if scope not in principal.scopes and not (as_agent and agent_scope in principal.scopes):
             wanted = f"'{agent_scope}' (or '{scope}')" if as_agent else f"'{scope}'"

@@ -623,3 +623,102 @@ class RankingIO(RequestModel):
         if value is not None and 0 < value < MIN_WEIGHT:
             raise ValueError(f"a weight is 0 or at least {MIN_WEIGHT:g}")
         return value
+
+
+# --- what the memory explorer reads (GET /v1/whoami, /v1/users, /v1/memories, /v1/skills, /v1/audit) ---
+
+
+class WhoamiOut(BaseModel):
+    tenant_id: str
+    key_id: str = Field(description="The key's id (the part after msk_; never its secret).")
+    agent_id: str | None = Field(
+        description="The agent the key is bound to (it sees its own and shared memory); null for a tenant-level key."
+    )
+    scopes: list[str] = Field(description="Sorted: some of ingest, read, admin, system.")
+
+
+class UserSummaryOut(BaseModel):
+    user_id: str
+    episodes: int = Field(
+        description="The user's live (not archived) episodes — turns, lessons, daily summaries — this key may see."
+    )
+    last_seen: datetime | None = Field(
+        description="The event time of the user's newest episode this key may see (null: only facts or skills)."
+    )
+
+
+class UserPageOut(BaseModel):
+    users: list[UserSummaryOut] = Field(description="In user id order.")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class MemorySourceOut(BaseModel):
+    event_id: uuid.UUID | None = Field(
+        description="The event it came from: a turn's own; a lesson's failed tool outcome; a daily summary's "
+        "compaction record in the event log (null when that record is not there)."
+    )
+    topic: str | None = Field(description="Where the event was consumed from (memstream.maintenance: a compaction).")
+    partition: int | None = Field(description="The Kafka partition, when the event came through Kafka.")
+    offset: int | None = Field(description="The Kafka offset, when the event came through Kafka.")
+    produced_by: str | None = Field(description="The summariser that wrote a daily summary; null otherwise.")
+
+
+class MemoryOut(BaseModel):
+    id: uuid.UUID = Field(description="The episode's event id (what DELETE /v1/memories/{memory_id} takes).")
+    memory_type: str = Field(description="episodic (a turn), procedural (a lesson) or summary (a daily summary)")
+    archived: bool = Field(description="An original that compaction archived behind a daily summary (not served).")
+    archived_at: datetime | None
+    archived_into: uuid.UUID | None = Field(description="The id of the daily summary that replaced it.")
+    role: str
+    content: str
+    session_id: str
+    project_id: str | None
+    agent_id: str = Field(description="The agent whose memory it is.")
+    shared: bool = Field(description="Visible to the tenant's other agents.")
+    importance: float
+    tags: list[str]
+    created_at: datetime = Field(description="The event time.")
+    ingested_at: datetime = Field(description="When it was stored.")
+    source: MemorySourceOut
+
+
+class MemoryPageOut(BaseModel):
+    user_id: str
+    memories: list[MemoryOut] = Field(description="Newest first (event time, then id).")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class SkillRecordOut(BaseModel):
+    skill_id: uuid.UUID
+    name: str
+    description: str
+    steps: list[str] = Field(description="The steps of the newest outcome that had any.")
+    attempts: int = Field(description="Outcomes this key may see (at least 1).")
+    successes: int
+    success_rate: float = Field(description="successes / attempts (not smoothed, unlike /v1/skills/best).")
+    last_used_at: datetime = Field(description="The time of the newest outcome.")
+    last_feedback: str | None = Field(description="The feedback of the newest outcome that had any.")
+    created_at: datetime = Field(description="When the skill was first recorded.")
+
+
+class SkillPageOut(BaseModel):
+    user_id: str
+    skills: list[SkillRecordOut] = Field(description="In name order.")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")
+
+
+class AuditRecordOut(BaseModel):
+    audit_id: uuid.UUID
+    seq: int = Field(description="The record's position in the audit log (what memstream.audit.v1 carries).")
+    at: datetime
+    actor: str = Field(description="Who: an API key's id, or worker, maintenance, operator, replay.")
+    action: str = Field(description="What, e.g. memory.insert, memory.delete, permission.decision, user.erase.")
+    subject: str | None = Field(description="What it concerns: an id, a session, or a user by reference.")
+    detail: dict[str, Any] = Field(
+        description="Ids, counts and hashes, never memory content (commands and patterns redacted)."
+    )
+
+
+class AuditPageOut(BaseModel):
+    records: list[AuditRecordOut] = Field(description="Newest first (time, then seq).")
+    next_cursor: str | None = Field(description="Pass as cursor for the next page; null on the last page.")

@@ -23,6 +23,7 @@ from agents_gateway.models import (
     ToolEventIn,
     TurnsAccepted,
 )
+from agents_gateway.routes.search import IsoTime
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.routes.turns import publish_records, refuse_identifiers
 from agents_gateway.state import Gateway
@@ -44,7 +45,7 @@ async def get_entities(
     scope: Annotated[Literal["global", "project", "session"] | None, Query()] = None,
     project_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
     session_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
-    at: Annotated[datetime | None, Query(description="ISO 8601: the facts valid then")] = None,
+    at: Annotated[datetime | None, IsoTime, Query(description="ISO 8601: the facts valid then")] = None,
 ) -> FactsOut:
     if at is not None and at.tzinfo is None:
         raise ApiError(422, "invalid_request", "at must include a timezone")

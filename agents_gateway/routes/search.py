@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BeforeValidator
 
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, ApiError
@@ -41,6 +42,21 @@ def csv(value: str | None, allowed: tuple[str, ...] | None, name: str) -> tuple[
     return items
 
 
+def iso_time(value: object) -> object:
+    """A time is ISO 8601: pydantic would read a number (``0.5``) as seconds since 1970."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return value
+        raise ValueError("must be an ISO 8601 time with a timezone (e.g. 2026-11-30T09:00:00Z), not a number")
+    return value
+
+
+#: A time in a query: ISO 8601 (a timezone is checked by ``aware``), never a number.
+IsoTime = BeforeValidator(iso_time)
+
+
 def aware(value: datetime | None, name: str) -> datetime | None:
     if value is not None and value.tzinfo is None:
         raise ApiError(422, "invalid_request", f"{name} must include a timezone")
@@ -70,8 +86,8 @@ async def search_memory(
         str | None, Query(description="Facts only: global, project, session", pattern=csv_of(SCOPES))
     ] = None,
     tags: Annotated[str | None, Query(description="Any of these tags (a fact's category counts as a tag)")] = None,
-    since: Annotated[datetime | None, Query(description="ISO 8601 with a timezone")] = None,
-    until: Annotated[datetime | None, Query(description="ISO 8601 with a timezone")] = None,
+    since: Annotated[datetime | None, IsoTime, Query(description="ISO 8601 with a timezone")] = None,
+    until: Annotated[datetime | None, IsoTime, Query(description="ISO 8601 with a timezone")] = None,
     decay: bool = True,
     boosts: bool = True,
     mmr: bool = True,

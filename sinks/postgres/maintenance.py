@@ -165,6 +165,11 @@ def summary_event_id(tenant_id: str, user_id: str, day: date, first: uuid.UUID) 
     return uuid.uuid5(COMPACTION_NAMESPACE, f"{tenant_id}|{user_id}|{day.isoformat()}|{first}")
 
 
+def compaction_record_id(summary_id: uuid.UUID) -> uuid.UUID:
+    """The event id of a compaction's record in the event log (deterministic, like the summary's)."""
+    return uuid.uuid5(COMPACTION_NAMESPACE, f"log|{summary_id}")
+
+
 async def record_compaction(
     conn: psycopg.AsyncConnection[Any],
     *,
@@ -208,7 +213,7 @@ async def _log_compaction(
         " event_time, metadata, shared, schema_id, source_topic, source_partition, source_offset)"
         " VALUES (%s, %s, %s, %s, NULL, %s, 'system', %s, %s, %s, %s, 0, %s, -1, -1)"
         " ON CONFLICT (tenant_id, event_id) DO NOTHING",
-        (tenant_id, uuid.uuid5(COMPACTION_NAMESPACE, f"log|{summary_id}"), agent_id, day.user_id,
+        (tenant_id, compaction_record_id(summary_id), agent_id, day.user_id,
          maintenance_session(day.day),
          f"compaction: {archived} episodes of {day.day.isoformat()} archived behind summary {summary_id}",
          end, Jsonb({k: str(v) for k, v in detail.items()}), day.visibility.shared if day.visibility else False,

@@ -188,3 +188,17 @@ async def test_every_answer_names_its_request(gateway: httpx.AsyncClient) -> Non
     assert refused.status_code == 400 and len(refused.headers["x-request-id"]) == 32
     assert odd.headers["x-request-id"] != "no spaces allowed" and len(odd.headers["x-request-id"]) == 32
     assert refused.headers["x-request-id"] != odd.headers["x-request-id"]
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/v1/search", {"user_id": "u1", "q": "x", "until": "0.5"}),
+        ("/v1/search", {"user_id": "u1", "q": "x", "since": "1700000000"}),
+        ("/v1/entities", {"user_id": "u1", "at": "12"}),
+    ],
+)
+async def test_a_time_is_iso_8601_never_a_number(gateway: httpx.AsyncClient, path: str, params: dict[str, str]) -> None:
+    """pydantic reads a number as seconds since 1970: a query's time must be ISO 8601."""
+    response = await gateway.get(path, params=params)
+    assert response.status_code == 422 and "ISO 8601" in response.json()["error"]["message"]

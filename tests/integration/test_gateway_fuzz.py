@@ -35,6 +35,7 @@ FIELDS = [
     "effect", "pattern", "position", "description", "redact_email", "redact_phone", "q", "k", "task", "entity",
     "depth", "direction", "at", "budget", "query", "config", "vector_weight", "text_weight", "half_life_days",
     "max_age_days", "skill", "status", "feedback", "steps", "memory_types", "scopes", "since", "until",
+    "cursor", "limit", "memory_type", "include_archived", "action",
 ]  # fmt: skip
 
 texts = st.text(max_size=60) | st.sampled_from(

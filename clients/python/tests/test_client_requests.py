@@ -23,6 +23,7 @@ TURN = {"agent_id": "a1", "user_id": "u1", "session_id": "s1", "role": "user", "
 
 #: An example call of every SDK method.
 EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "whoami": ((), {}),
     "turns.publish": ((TURN,), {}),
     "sessions.buffer": (("s1",), {"user_id": "u1"}),
     "search": (("u1", "dark mode"), {}),
@@ -31,6 +32,8 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "entities.history": (("theme",), {"user_id": "u1"}),
     "graph.neighbors": (("cloudretail",), {}),
     "skills.best": (("u1", "deploy"), {}),
+    "skills.list": (("u1",), {}),
+    "memories.list": (("u1",), {}),
     "memories.delete": ((uuid.UUID(int=9),), {}),
     "tool_events.record": (({"user_id": "u1", "session_id": "s1", "skill": "deploy", "status": "success"},), {}),
     "permissions.evaluate": ((), {"session_id": "s1", "tool": "shell", "command": "ls"}),
@@ -38,8 +41,10 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "rules.create": ((), {"tool": "shell", "effect": "BLOCK", "pattern": "rm"}),
     "rules.list": ((), {}),
     "rules.delete": ((uuid.UUID(int=7),), {}),
+    "users.list": ((), {}),
     "users.erase": (("u1",), {}),
     "users.consent": (("u1",), {}),
+    "audit.list": ((), {}),
     "tenant.privacy.get": ((), {}),
     "tenant.privacy.set": ((), {"redact_email": True}),
     "tenant.retention.get": ((), {}),
@@ -54,6 +59,8 @@ EXAMPLES: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
 
 def example(annotation: Any) -> Any:
     """A JSON value that fits ``annotation`` (a model: every field filled)."""
+    if annotation is Any:
+        return None
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
         return example(next(a for a in typing.get_args(annotation) if a is not type(None)))

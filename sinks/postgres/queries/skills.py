@@ -1,4 +1,5 @@
-"""Reading procedural memory: a user's skills as the reader may see them, best first for a task."""
+"""Reading procedural memory: a user's skills as the reader may see them, best first for a task, or
+all of them by name, a page at a time."""
 
 from __future__ import annotations
 
@@ -74,4 +75,51 @@ def _score(r: dict[str, Any]) -> SkillScore:
         skill_id=r["skill_id"], name=r["name"], description=r["description"], steps=list(r["steps"]),
         attempts=r["attempts"], successes=r["successes"], success_rate=rate, similarity=similarity,
         score=similarity * rate, last_used_at=r["last_used_at"], last_feedback=r["last_feedback"],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SkillRecord:
+    skill_id: uuid.UUID
+    name: str
+    description: str
+    steps: list[str]
+    attempts: int
+    successes: int
+    last_used_at: datetime
+    last_feedback: str | None
+    created_at: datetime
+
+
+_LIST = """
+SELECT skill_id, name, description, steps, attempts, successes, last_used_at, last_feedback, created_at
+FROM {skills} WHERE tenant_id = %(tenant)s AND user_id = %(user)s {after}
+ORDER BY name, skill_id LIMIT %(limit)s
+"""
+#: After the skill a cursor names (by id: a skill's name may be long), in (name, id) order.
+_AFTER = sql.SQL(
+    "AND (name, skill_id) > (SELECT k.name, k.skill_id FROM skills k"
+    " WHERE k.tenant_id = %(tenant)s AND k.user_id = %(user)s AND k.skill_id = %(after)s)"
+)
+_LIST_FIRST = sql.SQL(_LIST).format(skills=sql.SQL(VISIBLE_SKILLS), after=sql.SQL(""))
+_LIST_NEXT = sql.SQL(_LIST).format(skills=sql.SQL(VISIBLE_SKILLS), after=_AFTER)
+
+
+async def list_skills(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, *, user_id: str, after: uuid.UUID | None, limit: int
+) -> list[SkillRecord]:
+    """Up to ``limit`` of the user's skills in name order, after the skill ``after`` (the
+    previous page's last), each with its record as the current reader may see it."""
+    params = {"tenant": tenant_id, "user": user_id, "after": after, "limit": limit}
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(_LIST_FIRST if after is None else _LIST_NEXT, params)
+        rows = await cur.fetchall()
+    return [_record(r) for r in rows]
+
+
+def _record(r: dict[str, Any]) -> SkillRecord:
+    return SkillRecord(
+        skill_id=r["skill_id"], name=r["name"], description=r["description"], steps=[str(s) for s in r["steps"]],
+        attempts=int(r["attempts"]), successes=int(r["successes"]), last_used_at=r["last_used_at"],
+        last_feedback=r["last_feedback"], created_at=r["created_at"],
     )  # fmt: skip

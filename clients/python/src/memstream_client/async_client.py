@@ -13,9 +13,11 @@ from memstream_client.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Clie
 from memstream_client.core import Done, RequestCore
 from memstream_client.endpoint import Call
 from memstream_client.resource import AsyncMethod
+from memstream_client.resources.audit import AsyncAudit
 from memstream_client.resources.context import AsyncContextResource
 from memstream_client.resources.entities import AsyncEntities
 from memstream_client.resources.graph import AsyncGraph
+from memstream_client.resources.keys import whoami
 from memstream_client.resources.memories import AsyncMemories
 from memstream_client.resources.permissions import AsyncPermissions, AsyncRulesResource
 from memstream_client.resources.search import search_memory
@@ -42,6 +44,7 @@ class AsyncMemstream:
     """
 
     search = AsyncMethod(search_memory)
+    whoami = AsyncMethod(whoami)
 
     def __init__(
         self,
@@ -89,6 +92,7 @@ class AsyncMemstream:
         self.rules = AsyncRulesResource(self)
         self.tenant = AsyncTenant(self)
         self.users = AsyncUsers(self)
+        self.audit = AsyncAudit(self)
 
     @property
     def options(self) -> ClientOptions:

@@ -13,9 +13,11 @@ from memstream_client.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, Clie
 from memstream_client.core import Done, RequestCore
 from memstream_client.endpoint import Call
 from memstream_client.resource import SyncMethod
+from memstream_client.resources.audit import Audit
 from memstream_client.resources.context import ContextResource
 from memstream_client.resources.entities import Entities
 from memstream_client.resources.graph import Graph
+from memstream_client.resources.keys import whoami
 from memstream_client.resources.memories import Memories
 from memstream_client.resources.permissions import Permissions, RulesResource
 from memstream_client.resources.search import search_memory
@@ -42,6 +44,7 @@ class Memstream:
     """
 
     search = SyncMethod(search_memory)
+    whoami = SyncMethod(whoami)
 
     def __init__(
         self,
@@ -84,6 +87,7 @@ class Memstream:
         self.rules = RulesResource(self)
         self.tenant = Tenant(self)
         self.users = Users(self)
+        self.audit = Audit(self)
 
     @property
     def options(self) -> ClientOptions:

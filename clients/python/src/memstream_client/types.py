@@ -12,6 +12,8 @@ ToolStatus = Literal["success", "failure", "pending"]
 Outcome = Literal["success", "failure"]
 #: The kinds of memory search finds.
 MemoryType = Literal["episodic", "procedural", "summary", "fact", "skill"]
+#: The kinds of episode (a user's memories as a timeline).
+EpisodeType = Literal["episodic", "procedural", "summary"]
 #: Where a fact holds.
 FactScope = Literal["global", "project", "session"]
 #: How a query is split into sub-queries before retrieval.

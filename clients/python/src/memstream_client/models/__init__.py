@@ -1,8 +1,20 @@
 """Typed request and answer bodies of the gateway (its OpenAPI schemas, by friendlier names)."""
 
+from memstream_client.models.audit import AuditPage, AuditRecord
 from memstream_client.models.base import Model
-from memstream_client.models.memories import ForgottenMemory
-from memstream_client.models.memory import Fact, Facts, Neighbor, Neighbors, Skill, Skills, ToolEvent
+from memstream_client.models.keys import Identity
+from memstream_client.models.memories import ForgottenMemory, Memory, MemoryPage, MemorySource
+from memstream_client.models.memory import (
+    Fact,
+    Facts,
+    Neighbor,
+    Neighbors,
+    Skill,
+    SkillPage,
+    SkillRecord,
+    Skills,
+    ToolEvent,
+)
 from memstream_client.models.permissions import (
     AllowOnceRequest,
     Evaluation,
@@ -30,10 +42,12 @@ from memstream_client.models.tenant import (
     TextSearchSettings,
 )
 from memstream_client.models.turns import PublishResult, Turn, TurnBatch
-from memstream_client.models.users import Consent, Erasure
+from memstream_client.models.users import Consent, Erasure, UserPage, UserSummary
 
 __all__ = [
     "AllowOnceRequest",
+    "AuditPage",
+    "AuditRecord",
     "BufferedTurn",
     "Consent",
     "Context",
@@ -46,6 +60,10 @@ __all__ = [
     "ForgetPreview",
     "ForgottenMemory",
     "Grant",
+    "Identity",
+    "Memory",
+    "MemoryPage",
+    "MemorySource",
     "Model",
     "Neighbor",
     "Neighbors",
@@ -63,10 +81,14 @@ __all__ = [
     "SearchResult",
     "SessionBuffer",
     "Skill",
+    "SkillPage",
+    "SkillRecord",
     "Skills",
     "TextSearchRequest",
     "TextSearchSettings",
     "ToolEvent",
     "Turn",
     "TurnBatch",
+    "UserPage",
+    "UserSummary",
 ]

@@ -1,6 +1,6 @@
 """Long-term memory: facts and their history, the graph, skills, tool outcomes in (gateway
 schemas ``FactsOut``, ``FactOut``, ``NeighborsOut``, ``NeighborOut``, ``SkillsOut``,
-``SkillOut``, ``ToolEventIn``)."""
+``SkillOut``, ``SkillPageOut``, ``SkillRecordOut``, ``ToolEventIn``)."""
 
 from __future__ import annotations
 
@@ -76,6 +76,33 @@ class Skill(Model):
 class Skills(Model):
     task: str
     skills: list[Skill]
+
+
+class SkillRecord(Model):
+    """A skill and its record, from the outcomes the key may see."""
+
+    skill_id: uuid.UUID
+    name: str
+    description: str
+    #: The steps of the newest outcome that had any.
+    steps: list[str]
+    attempts: int
+    successes: int
+    #: successes / attempts (not smoothed, unlike ``Skill.success_rate``).
+    success_rate: float
+    #: The time of the newest outcome.
+    last_used_at: datetime
+    last_feedback: str | None
+    #: When the skill was first recorded.
+    created_at: datetime
+
+
+class SkillPage(Model):
+    user_id: str
+    #: In name order.
+    skills: list[SkillRecord]
+    #: Pass as ``cursor`` for the next page; None on the last page.
+    next_cursor: str | None
 
 
 class ToolEvent(Model):

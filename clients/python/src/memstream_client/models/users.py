@@ -1,4 +1,5 @@
-"""Erasure and renewed consent (gateway schemas ``ErasureOut``, ``ConsentOut``)."""
+"""The tenant's users, erasure and renewed consent (gateway schemas ``UserPageOut``,
+``UserSummaryOut``, ``ErasureOut``, ``ConsentOut``)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,18 @@ class Consent(Model):
     consented_at: datetime
     #: Whether the user had been erased (otherwise nothing changes).
     after_erasure: bool
+
+
+class UserSummary(Model):
+    user_id: str
+    #: The user's live (not archived) episodes the key may see.
+    episodes: int
+    #: The event time of the user's newest episode the key may see (None: only facts or skills).
+    last_seen: datetime | None
+
+
+class UserPage(Model):
+    #: In user id order.
+    users: list[UserSummary]
+    #: Pass as ``cursor`` for the next page; None on the last page.
+    next_cursor: str | None

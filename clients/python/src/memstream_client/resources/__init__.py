@@ -8,9 +8,11 @@ from typing import Any
 
 from memstream_client.endpoint import Endpoint
 from memstream_client.resources import (
+    audit,
     context,
     entities,
     graph,
+    keys,
     memories,
     permissions,
     search,
@@ -24,6 +26,7 @@ from memstream_client.resources import (
 
 #: Every SDK method (its attribute path on a client) and the endpoint it calls.
 ENDPOINTS: dict[str, Endpoint[Any, Any]] = {
+    "whoami": keys.whoami,
     "turns.publish": turns.publish_turns,
     "sessions.buffer": sessions.session_buffer,
     "search": search.search_memory,
@@ -32,6 +35,8 @@ ENDPOINTS: dict[str, Endpoint[Any, Any]] = {
     "entities.history": entities.fact_history,
     "graph.neighbors": graph.neighbors,
     "skills.best": skills.best_skills,
+    "skills.list": skills.list_skills,
+    "memories.list": memories.list_memories,
     "memories.delete": memories.delete_memory,
     "tool_events.record": tool_events.record_tool_event,
     "permissions.evaluate": permissions.evaluate,
@@ -39,8 +44,10 @@ ENDPOINTS: dict[str, Endpoint[Any, Any]] = {
     "rules.create": permissions.create_rule,
     "rules.list": permissions.list_rules,
     "rules.delete": permissions.delete_rule,
+    "users.list": users.list_users,
     "users.erase": users.erase_user,
     "users.consent": users.record_consent,
+    "audit.list": audit.list_audit,
     "tenant.privacy.get": tenant.get_privacy,
     "tenant.privacy.set": tenant.set_privacy,
     "tenant.retention.get": tenant.get_retention,
