@@ -1,4 +1,6 @@
 # The two commands of the README; each sets itself up on a fresh machine (Python 3.11 + pip).
+# Python 3.11 exactly (pyproject.toml: >=3.11,<3.12): python3.11, else a python3 that is 3.11, or
+# make PYTHON=/path/to/python3.11. Anything else stops before a virtual environment is made.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,6 +11,12 @@ STAMP := $(VENV)/.installed
 # memstream-client (clients/python, the SDK) is installed in the same pip command: it is what
 # the dev extra's requirement on it resolves to.
 $(STAMP): pyproject.toml clients/python/pyproject.toml
+	@found=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	if [ "$$found" != 3.11 ]; then \
+		echo "memstream needs Python 3.11 (found $${found:-no Python}$(if $(PYTHON), at $(PYTHON))):" \
+			"install python3.11, or run make PYTHON=/path/to/python3.11" >&2; \
+		exit 1; \
+	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e './clients/python[mcp,adk]' -e '.[dev]'

@@ -30,11 +30,16 @@ class Settings(BaseSettings):
     # --- where the embedded stack keeps its state -------------------------------
     data_dir: Path = Field(
         default=Path(".memstream"),
-        description="Directory for the embedded Postgres cluster, Redis data and stack.json.",
+        description="State of the embedded stack: the Postgres cluster, Valkey's append-only file, logs, "
+        "the services' passwords and stack.json (owner-only); a relative path is from the working directory.",
     )
 
     # --- bring-your-own services (None = started by `memstream up`) ----------------
-    kafka_bootstrap_servers: str | None = None
+    kafka_bootstrap_servers: str | None = Field(
+        default=None,
+        description="Kafka bootstrap servers, comma-separated (`broker1:9092,broker2:9092`); "
+        "unset: `memstream up` starts the embedded Tansu broker.",
+    )
     database_url: SecretStr | None = Field(
         default=None, description="Postgres URL the worker and gateway use (the app role)."
     )
@@ -47,35 +52,82 @@ class Settings(BaseSettings):
         description="With your own Postgres: the role the worker and gateway log in as; "
         "migrations grant it least privilege.",
     )
-    redis_url: SecretStr | None = None
+    redis_url: SecretStr | None = Field(
+        default=None,
+        description="Redis, Valkey or Memorystore URL (`redis://host:6379/0`) for session buffers, grants, "
+        "rate limits and worker heartbeats; unset: `memstream up` starts an embedded Valkey.",
+    )
 
     # --- embedded stack ports (0 = pick a free port) ------------------------------
-    embedded_broker_port: int = 9092
-    embedded_postgres_port: int = 5433
-    embedded_redis_port: int = 6380
+    embedded_broker_port: int = Field(
+        default=9092, description="Port of the embedded Tansu broker `memstream up` starts (0 = a free port)."
+    )
+    embedded_postgres_port: int = Field(
+        default=5433,
+        description="Port of the embedded PostgreSQL `memstream up` starts on 127.0.0.1 (0 = a free port).",
+    )
+    embedded_redis_port: int = Field(
+        default=6380, description="Port of the embedded Valkey `memstream up` starts on 127.0.0.1 (0 = a free port)."
+    )
 
     # --- the event log ------------------------------------------------------------
-    topic_partitions: int = Field(default=12, ge=1)
-    topic_replication_factor: int = Field(default=1, ge=1)
-    app_id: str = "memstream"
-    #: True when the broker is the embedded Tansu (enables its narrow client workarounds).
-    embedded_broker: bool = False
-    broker_session_timeout_s: float = 6.0
-    broker_heartbeat_interval_s: float = 1.5
+    topic_partitions: int = Field(
+        default=12,
+        ge=1,
+        description="Partitions of the topics memstream creates, the DLQ's one apart (12 is shared evenly by 1, 2, "
+        "3, 4 or 6 workers); an existing topic keeps its count.",
+    )
+    topic_replication_factor: int = Field(
+        default=1, ge=1, description="Replication factor of the topics memstream creates."
+    )
+    app_id: str = Field(
+        default="memstream",
+        description="The ingest workers' consumer group (the memory worker's is `<app_id>-memory`); "
+        "also names their heartbeats and defect records in Redis.",
+    )
+    embedded_broker: bool = Field(
+        default=False,
+        description="True when the broker is the embedded Tansu (enables its narrow client workarounds); "
+        "`memstream up` sets it.",
+    )
+    broker_session_timeout_s: float = Field(
+        default=6.0,
+        description="Consumer session timeout: a worker silent this long leaves its group and its partitions "
+        "are reassigned.",
+    )
+    broker_heartbeat_interval_s: float = Field(
+        default=1.5, description="How often a worker's consumer heartbeats its group (well under the session timeout)."
+    )
 
     # --- the worker -----------------------------------------------------------------
-    batch_max_events: int = Field(default=500, ge=1)
-    batch_within_s: float = Field(default=0.05, gt=0)
-    retry_initial_s: float = 0.2
-    retry_max_s: float = 10.0
+    batch_max_events: int = Field(default=500, ge=1, description="Most events a worker takes into one batch.")
+    batch_within_s: float = Field(
+        default=0.05, gt=0, description="A worker's batch holds what arrived within this long (or batch_max_events)."
+    )
+    retry_initial_s: float = Field(
+        default=0.2,
+        description="First delay of a worker's backoff on a store that is down (jittered, doubling to "
+        "retry_max_s; retried for as long as it takes).",
+    )
+    retry_max_s: float = Field(
+        default=10.0,
+        description="Longest delay of a worker's backoff; also the first delay of a turn parked on "
+        "memstream.retry.v1 while the LLM keeps failing.",
+    )
     defect_attempts: int = Field(
         default=5,
         ge=1,
         description="Tries of an error that is neither an outage nor bad data before the worker "
         "stops as a code defect (exit status 70; the batch is consumed again after the restart).",
     )
-    worker_heartbeat_ttl_s: float = 10.0
-    audit_relay_interval_s: float = Field(default=0.5, gt=0)
+    worker_heartbeat_ttl_s: float = Field(
+        default=10.0,
+        description="A worker announces itself in Redis every third of this; silent this long, /readyz no longer "
+        "counts it.",
+    )
+    audit_relay_interval_s: float = Field(
+        default=0.5, gt=0, description="How often the ingest worker publishes the audit outbox to memstream.audit.v1."
+    )
     worker_metrics_host: str = Field(default="127.0.0.1", description="Where a worker serves /metrics.")
     worker_metrics_port: int = Field(
         default=0,
@@ -90,30 +142,55 @@ class Settings(BaseSettings):
 
     # --- session buffer ---------------------------------------------------------------
     buffer_max_turns: int = Field(default=20, ge=1, description="The window: newest turns kept raw.")
-    buffer_max_tokens: int = Field(default=4000, ge=1)
+    buffer_max_tokens: int = Field(
+        default=4000, ge=1, description="The window's token budget (the newest turn is kept whatever its size)."
+    )
     buffer_hard_cap_turns: int = Field(
         default=200, ge=1, description="Beyond this, the oldest turns are dropped unsummarised."
     )
-    compaction_request_ttl_s: float = Field(default=30.0, gt=0)
-    summary_max_tokens: int = Field(default=400, ge=50)
+    compaction_request_ttl_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A session has one summarising request pending at a time; one not done within this is sent again.",
+    )
+    summary_max_tokens: int = Field(
+        default=400, ge=50, description="Token budget of a session's rolling summary and of a daily summary."
+    )
     summary_fold_max_turns: int = Field(default=200, ge=1, description="Turns per summariser call.")
     compact_after_days: int = Field(
         default=30, ge=1, description="Episodes older than this are compacted into daily summaries."
     )
-    compact_min_episodes: int = Field(default=2, ge=1)
-    maintenance_interval_s: float = Field(default=3600.0, gt=0)
+    compact_min_episodes: int = Field(
+        default=2, ge=1, description="A day of a user's episodes is compacted only when it has at least this many."
+    )
+    maintenance_interval_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How often the memory worker runs maintenance (expiry, compaction, forgetting, vector index).",
+    )
     fact_merge_threshold: float = Field(
         default=0.92, gt=0, le=1, description="Cosine above which a fact about the same subject merges."
     )
 
     # --- embeddings ---------------------------------------------------------------------
-    embedding_provider: EmbeddingProviderName = "auto"
-    gemini_api_key: SecretStr | None = None
+    embedding_provider: EmbeddingProviderName = Field(
+        default="auto",
+        description="auto: Gemini when a key is set, else local; local: the WordLlama model, in process; "
+        "gemini: needs the key.",
+    )
+    gemini_api_key: SecretStr | None = Field(
+        default=None,
+        description="Gemini API key; with the auto providers, embeddings and the LLM then use Gemini.",
+    )
     gemini_base_url: str | None = Field(
         default=None, description="Override of the Gemini API endpoint (tests, proxies)."
     )
-    gemini_embedding_model: str = "gemini-embedding-001"
-    gemini_embedding_dim: int = 768
+    gemini_embedding_model: str = Field(
+        default="gemini-embedding-001", description="Gemini embedding model (with the gemini embedding provider)."
+    )
+    gemini_embedding_dim: int = Field(
+        default=768, description="Dimension of Gemini embeddings (part of the model name recorded with each vector)."
+    )
     vector_index: VectorIndex = Field(
         default="auto",
         description="auto: an HNSW index, used for users with hnsw_min_episodes or more (exact below);"
@@ -125,14 +202,23 @@ class Settings(BaseSettings):
 
     # --- LLM (fact extraction, summaries, compaction) ------------------------------------
     llm_provider: LLMProviderName = Field(
-        default="auto", description="auto: Gemini when a key is set, else the offline fallback"
+        default="auto",
+        description="auto: Gemini when a key is set, else offline; offline: the rule-based extractor and "
+        "extractive summariser; gemini: needs the key.",
     )
-    gemini_model: str = "gemini-2.5-flash"
+    gemini_model: str = Field(
+        default="gemini-2.5-flash",
+        description="Gemini model for fact extraction, summaries and the gateway's query decomposition.",
+    )
     llm_max_concurrency: int = Field(default=4, ge=1, description="Concurrent LLM calls per process.")
-    llm_timeout_s: float = Field(default=30.0, gt=0)
+    llm_timeout_s: float = Field(default=30.0, gt=0, description="Time limit of one LLM call (a timeout is retried).")
     llm_max_attempts: int = Field(default=4, ge=1, description="Tries per call on 429/5xx/timeouts.")
-    llm_retry_initial_s: float = Field(default=0.5, gt=0)
-    llm_retry_max_s: float = Field(default=8.0, gt=0)
+    llm_retry_initial_s: float = Field(
+        default=0.5, gt=0, description="First delay between tries of an LLM call (doubling, jittered)."
+    )
+    llm_retry_max_s: float = Field(
+        default=8.0, gt=0, description="Longest delay between tries of an LLM call, even when Gemini asks for more."
+    )
     text_search_config: str = Field(
         default="english",
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$",
@@ -140,12 +226,24 @@ class Settings(BaseSettings):
     )
 
     # --- the gateway ----------------------------------------------------------------------
-    gateway_host: str = "127.0.0.1"
-    gateway_port: int = 8080
-    max_content_chars: int = Field(default=32_000, ge=1)
-    max_batch_turns: int = Field(default=500, ge=1)
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
-    search_candidates: int = Field(default=50, ge=1)
+    gateway_host: str = Field(
+        default="127.0.0.1", description="Address the gateway listens on (0.0.0.0: every interface)."
+    )
+    gateway_port: int = Field(
+        default=8080, description="Port the gateway listens on (also where `memstream demo` and `mcp` find it)."
+    )
+    max_content_chars: int = Field(
+        default=32_000, ge=1, description="Most characters of a turn's content (the gateway and the worker check)."
+    )
+    max_batch_turns: int = Field(default=500, ge=1, description="Most turns in one POST /v1/turns.")
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Body cap of POST /v1/turns and POST /mcp (batches of turns)."
+    )
+    search_candidates: int = Field(
+        default=50,
+        ge=1,
+        description="Candidates each search list (vector, full text) yields before fusion (at least the k asked for).",
+    )
     context_relative_floor: float = Field(
         default=0.25,
         ge=0,
@@ -159,25 +257,34 @@ class Settings(BaseSettings):
         description="A relevant memory of /v1/context that shares no word with the query needs this cosine"
         " to it; unset: the embedder's own measured floor (none for an unmeasured model).",
     )
-    rrf_k: int = Field(default=60, ge=1)
-    rrf_vector_weight: float = Field(default=0.5, ge=0)
-    rrf_text_weight: float = Field(default=0.5, ge=0)
+    rrf_k: int = Field(
+        default=60, ge=1, description="The k of reciprocal rank fusion: a result scores weight / (k + rank) per list."
+    )
+    rrf_vector_weight: float = Field(
+        default=0.5, ge=0, description="Weight of the vector list in fusion (per tenant: PUT /v1/tenant/ranking)."
+    )
+    rrf_text_weight: float = Field(
+        default=0.5, ge=0, description="Weight of the full-text list in fusion (per tenant: PUT /v1/tenant/ranking)."
+    )
     search_half_life_days: float = Field(
         default=30.0, gt=0, description="Episodes' recency weight moves halfway to the floor every N days."
     )
     search_decay_floor: float = Field(
         default=0.8, ge=0, le=1, description="The least an old episode's score is multiplied by (1 = no decay)."
     )
-    produce_timeout_s: float = 10.0
+    produce_timeout_s: float = Field(
+        default=10.0,
+        description="The gateway waits this long for the broker to take a batch of turns (or to connect); then 503.",
+    )
     event_claim_ttl_s: int = Field(
         default=7 * 86_400, ge=60, description="How long an event id stays claimed by its turn (a reuse is a 409)."
     )
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")
-    rate_limit_burst: float = Field(default=100.0, gt=0)
+    rate_limit_burst: float = Field(default=100.0, gt=0, description="Burst per key (its token bucket's size).")
     # --- gateway limits (agents_gateway/limits.py; README "The gateway", "Limits") ------------
     max_json_body_bytes: int = Field(
-        default=64 * 1024, ge=1024, description="Body cap of every endpoint but /v1/turns (max_body_bytes)."
+        default=64 * 1024, ge=1024, description="Body cap of every endpoint but /v1/turns and /mcp (max_body_bytes)."
     )
     body_read_timeout_s: float = Field(default=30.0, gt=0, description="A request's whole body must arrive within.")
     header_read_timeout_s: float = Field(
@@ -196,9 +303,11 @@ class Settings(BaseSettings):
     addr_rate_limit_per_s: float = Field(
         default=10.0, gt=0, description="Requests/s per client address without a valid key (none, bad, unknown)."
     )
-    addr_rate_limit_burst: float = Field(default=100.0, gt=0)
+    addr_rate_limit_burst: float = Field(
+        default=100.0, gt=0, description="Burst per client address without a valid key."
+    )
     tenant_rate_limit_per_s: float = Field(default=500.0, gt=0, description="Requests/s per tenant, all keys together.")
-    tenant_rate_limit_burst: float = Field(default=1000.0, gt=0)
+    tenant_rate_limit_burst: float = Field(default=1000.0, gt=0, description="Burst per tenant, all keys together.")
     tenant_rate_limits: tuple[str, ...] = Field(
         default=(), description='Per-tenant overrides, "tenant=rate" or "tenant=rate/burst" (JSON list in the env).'
     )
@@ -206,9 +315,15 @@ class Settings(BaseSettings):
     auth_negative_cache_size: int = Field(default=1024, ge=1, description="Unknown key ids remembered (LRU).")
     redis_max_connections: int = Field(default=128, ge=1, description="Redis connections per process (a pool).")
     redis_pool_timeout_s: float = Field(default=5.0, gt=0, description="Wait for a free Redis connection, at most.")
-    #: Tools that only read memory: pre-approved by the permission engine.
-    preapproved_tools: tuple[str, ...] = ("memory.search", "memory.context", "memory.buffer")
-    allow_once_ttl_s: int = Field(default=300, ge=1)
+
+    # --- tool permissions ---------------------------------------------------------------
+    preapproved_tools: tuple[str, ...] = Field(
+        default=("memory.search", "memory.context", "memory.buffer"),
+        description="Tools that only read memory: allowed by the permission engine without a rule.",
+    )
+    allow_once_ttl_s: int = Field(
+        default=300, ge=1, description="An allow-once grant not used within this many seconds expires."
+    )
     permission_max_rules_per_tool: int = Field(
         default=50, ge=1, description="Permission rules per tool in one scope (the global rules, or one project's)."
     )
@@ -223,7 +338,10 @@ class Settings(BaseSettings):
         "beyond it, 429 evaluations_busy.",
     )
 
-    log_level: str = "INFO"
+    # --- logging ----------------------------------------------------------------------------
+    log_level: str = Field(
+        default="INFO", description="Log level of the CLI, the workers and the gateway (DEBUG, INFO, WARNING, ERROR)."
+    )
 
     @field_validator("data_dir")
     @classmethod
