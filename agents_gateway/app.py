@@ -151,6 +151,10 @@ def create_app(settings: Settings) -> FastAPI:
         description="Every /v1 endpoint needs an API key (`Authorization: Bearer msk_...` or "
         "`X-API-Key`); the tenant always comes from the key. Create keys with `memstream keys create`.",
         lifespan=lifespan,
+        # Swagger UI and ReDoc load their scripts from a CDN, on the origin that serves /ui (where
+        # the explorer keeps its key): off unless asked for. /openapi.json is always served.
+        docs_url="/docs" if settings.gateway_docs else None,
+        redoc_url="/redoc" if settings.gateway_docs else None,
     )
     install_error_handlers(app)
     # The guard (body caps, timeouts, authentication before any body is read) runs inside the

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from collections import Counter as Tally
 from typing import Any
 
 import orjson
@@ -29,7 +30,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from agents_gateway.auth import PRINCIPAL_SCOPE_KEY
+from agents_gateway.auth import INTERNAL_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, Principal
 from agents_gateway.errors import error_response
 from agents_gateway.state import gateway_state
 from memstream.settings import Settings
@@ -56,10 +57,47 @@ class _BodyRefused(Exception):
     """Raised from the wrapped ``receive``: the body is over its cap or too slow."""
 
 
+class InFlight:
+    """Requests of each key and each tenant in flight in this process. The rate limits count
+    requests as they start; a request that then sends its body slowly holds a connection for up
+    to ``body_read_timeout_s``, so without this one key sending 49 requests/s (under its rate)
+    held every connection of the process and the others got 503. Over its share, a request is
+    refused at once (429), before its body is read."""
+
+    def __init__(self, *, per_key: int, per_tenant: int) -> None:
+        self.per_key = per_key
+        self.per_tenant = per_tenant
+        self._keys: Tally[str] = Tally()
+        self._tenants: Tally[str] = Tally()
+
+    def enter(self, principal: Principal) -> Response | None:
+        """None when the request may go on (and is counted until ``leave``), else the 429."""
+        if self._keys[principal.key_id] >= self.per_key:
+            return _busy(f"this key already has {self.per_key} requests in flight")
+        if self._tenants[principal.tenant_id] >= self.per_tenant:
+            return _busy(f"the tenant already has {self.per_tenant} requests in flight (all its keys together)")
+        self._keys[principal.key_id] += 1
+        self._tenants[principal.tenant_id] += 1
+        return None
+
+    def leave(self, principal: Principal) -> None:
+        for tally, name in ((self._keys, principal.key_id), (self._tenants, principal.tenant_id)):
+            tally[name] -= 1
+            if tally[name] <= 0:
+                del tally[name]
+
+
+def _busy(message: str) -> Response:
+    return error_response(
+        429, "too_many_in_flight", f"{message}; wait for an answer before sending more", headers={"Retry-After": "1"}
+    )
+
+
 class RequestGuard:
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
         self.settings = settings
+        self.in_flight = InFlight(per_key=settings.max_in_flight_per_key, per_tenant=settings.max_in_flight_per_tenant)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,13 +117,28 @@ class RequestGuard:
             message = f"the request headers take {header_bytes} bytes; the limit is {limit}"
             await _answer(scope, send, error_response(431, "headers_too_large", message), close=True)
             return
+        held: Principal | None = None
         if authenticated(scope["path"]) and _routed(scope):
             response = await self._authenticate(scope, receive)
             if response is None and has_body and not _json(headers):
                 response = error_response(415, "unsupported_media_type", "send the body as application/json")
+            if response is None and not scope.get(INTERNAL_SCOPE_KEY):
+                held = scope[PRINCIPAL_SCOPE_KEY]
+                response = self.in_flight.enter(held)
+                if response is not None:
+                    held = None
             if response is not None:
                 await _answer(scope, send, response, close=has_body)
                 return
+        try:
+            await self._guarded(scope, receive, send, started=started, cap=cap, has_body=has_body)
+        finally:
+            if held is not None:
+                self.in_flight.leave(held)
+
+    async def _guarded(
+        self, scope: Scope, receive: Receive, send: Send, *, started: float, cap: int, has_body: bool
+    ) -> None:
 
         deadline = started + self.settings.body_read_timeout_s
         received = 0

@@ -104,7 +104,7 @@ def _load(part: Part, item: object) -> datetime | uuid.UUID | str | int:
 
 def _invalid() -> ApiError:
     return ApiError(
-        422, "invalid_cursor", "cursor is not one this list gave out: pass a page's next_cursor as it is",
+        422, "invalid_cursor", "cursor is not a cursor of this list: pass a page's next_cursor as it is",
         details=[{"loc": ["query", "cursor"], "msg": "not a cursor of this list", "type": "invalid_cursor"}],
     )  # fmt: skip
 

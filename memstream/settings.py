@@ -295,6 +295,21 @@ class Settings(BaseSettings):
     gateway_max_concurrency: int = Field(
         default=1000, ge=1, description="Connections + requests in flight per gateway process; beyond, 503."
     )
+    max_in_flight_per_key: int = Field(
+        default=64,
+        ge=1,
+        description="Requests of one key in flight at once in a gateway process (a slow body holds one); beyond, 429.",
+    )
+    max_in_flight_per_tenant: int = Field(
+        default=256,
+        ge=1,
+        description="Requests of one tenant (all its keys) in flight at once in a gateway process; beyond, 429.",
+    )
+    gateway_docs: bool = Field(
+        default=False,
+        description="Serve the interactive API docs at /docs and /redoc (they load their scripts from a CDN "
+        "and share the origin of /ui: off unless that origin serves no explorer).",
+    )
     forwarded_allow_ips: str = Field(
         default="",
         description="Proxies whose X-Forwarded-For the gateway believes (comma-separated addresses, or '*'); "

@@ -397,3 +397,53 @@ async def test_200_concurrent_requests_do_not_exhaust_the_redis_pool(
         responses = await asyncio.gather(*(client.get(f"/v1/sessions/s{i}/buffer", params=who) for i in range(200)))
     statuses = [r.status_code for r in responses]
     assert statuses.count(200) == 200, {s: statuses.count(s) for s in set(statuses)}
+
+
+def test_slow_bodies_of_one_key_cannot_take_every_connection(stack: RunningStack) -> None:
+    """A request whose body arrives slowly holds its connection until the body timeout: the rate
+    limits count requests as they start, so one key could hold every connection of the process
+    (and every other tenant got 503). Each key and each tenant has a share of requests in flight;
+    beyond it, 429 at once, before any body is read; others are served meanwhile."""
+    limits = {
+        "MEMSTREAM_MAX_IN_FLIGHT_PER_KEY": "3",
+        "MEMSTREAM_MAX_IN_FLIGHT_PER_TENANT": "4",
+        "MEMSTREAM_BODY_READ_TIMEOUT_S": "60",
+    }
+    tenant, other = f"t-{uuid.uuid4().hex[:10]}", f"t-{uuid.uuid4().hex[:10]}"
+    key_a, key_b, key_other = stack.key(tenant), stack.key(tenant), stack.key(other)
+    with serve_gateway(stack, "gateway-in-flight", limits) as gateway:
+        held: list[socket.socket] = []
+
+        def hold(key: str) -> None:
+            sock = socket.create_connection(("127.0.0.1", gateway.port), timeout=10)
+            head = (
+                "POST /v1/permissions/evaluate HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                f"content-length: 1000\r\nauthorization: Bearer {key}\r\n\r\n{{"
+            )
+            sock.sendall(head.encode())
+            held.append(sock)
+
+        def whoami(key: str) -> httpx.Response:
+            return httpx.get(f"{gateway.url}/v1/whoami", headers={"authorization": f"Bearer {key}"}, timeout=10)
+
+        try:
+            for _ in range(3):
+                hold(key_a)
+            deadline = time.monotonic() + 10
+            while (refused := whoami(key_a)).status_code != 429 and time.monotonic() < deadline:
+                time.sleep(0.1)  # until the gateway has read all three heads
+            assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_in_flight"
+            assert refused.headers["retry-after"] == "1" and "this key" in refused.json()["error"]["message"]
+            assert whoami(key_b).status_code == 200  # the tenant's share (4) is not used up
+            hold(key_b)
+            time.sleep(0.5)
+            tenant_full = whoami(key_b)
+            assert tenant_full.status_code == 429 and "tenant" in tenant_full.json()["error"]["message"]
+            assert whoami(key_other).status_code == 200  # another tenant is served all along
+        finally:
+            for sock in held:
+                sock.close()
+        deadline = time.monotonic() + 10
+        while whoami(key_a).status_code != 200:  # a closed connection gives its place back
+            assert time.monotonic() < deadline, "the in-flight count was not given back"
+            time.sleep(0.1)
