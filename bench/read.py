@@ -25,11 +25,14 @@ memories each (``--users 1000 --per-user 1000`` is a million rows), searched one
 user at a time.
 
 Reported per endpoint and concurrency: p50/p95/p99/mean latency in ms and requests/s
-(requests / wall time of the run), over every request, and how the nearest episodes were
-found (``vector_scan``: exact or hnsw, per request); a request the gateway refuses with
-a 5xx (503 when its pool gives no connection within 30 s) is counted in ``errors`` and its
-wait is in the latencies (``ok`` counts the 200s). The queries are the user's next messages, each one
-different (the gateway caches query embeddings, so a repeated query would be cheaper).
+(requests / wall time of the run), over every request, the CPU milliseconds per request
+each part of the stack spent (``cpu_ms_per_request``: gateway, postgres, redis, broker,
+workers and this client, from ``/proc``; on two cores the sum is what bounds requests/s),
+and how the nearest episodes were found (``vector_scan``: exact or hnsw, per request); a
+request the gateway refuses with a 5xx (503 when its pool gives no connection within 30 s)
+is counted in ``errors`` and its wait is in the latencies (``ok`` counts the 200s). The
+queries are the user's next messages, each one different (the gateway caches query
+embeddings, so a repeated query would be cheaper).
 The whole stack (Postgres, Redis, broker, ingest worker, gateway) and this client share
 the machine's cores, so the figures include that contention. No facts or skills are
 loaded: the memory worker is off, so those tables are empty.
@@ -61,6 +64,7 @@ import redis.asyncio as aioredis
 from pgvector.psycopg import register_vector_async
 
 from bench.corpus import conversation_roles, turn_text
+from bench.cpu import CpuMeter
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.importance import importance
 from memstream.settings import Settings
@@ -208,6 +212,8 @@ class Run:
     bodies: list[Any]
     #: Requests refused with a 5xx (e.g. 503 when the gateway's pool gave no connection in time), by status.
     errors: dict[int, int]
+    #: CPU milliseconds per request spent by each process group (``bench.cpu``).
+    cpu_ms: dict[str, float]
 
 
 async def fire(
@@ -235,9 +241,12 @@ async def fire(
                 else:
                     raise RuntimeError(f"GET {path} -> {response.status_code}: {response.text}")
 
+        meter = CpuMeter()
+        meter.start()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return Run(latencies, time.perf_counter() - started, bodies, errors)
+        wall_s = time.perf_counter() - started
+    return Run(latencies, wall_s, bodies, errors, meter.per_request(len(latencies)))
 
 
 def summary(run: Run) -> dict[str, Any]:
@@ -250,6 +259,7 @@ def summary(run: Run) -> dict[str, Any]:
         "requests_per_s": round(len(run.latencies_ms) / run.wall_s, 1),
         "ok": len(run.bodies),
         "errors": {str(status): n for status, n in sorted(run.errors.items())},
+        "cpu_ms_per_request": run.cpu_ms,
     }
 
 

@@ -4,11 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import psycopg
 from pgvector.psycopg import register_vector_async
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.pq import Format
 from psycopg_pool import AsyncConnectionPool
 
 from sinks.errors import SchemaNotReadyError
+
+
+class VectorArrayLoader(Loader):
+    """A ``vector`` read in binary, straight into a float32 array (pgvector's own loader
+    builds a ``Vector`` first: a copy, a byte swap and another copy, which the read path
+    paid on every candidate it fetched). Text-format reads still give ``Vector``."""
+
+    format = Format.BINARY
+
+    def load(self, data: Buffer) -> npt.NDArray[np.float32]:
+        view = memoryview(data)
+        dim = int.from_bytes(view[:2], "big")
+        if len(view) != 4 + 4 * dim:
+            raise ValueError(f"a binary vector of {dim} dimensions has {len(view)} bytes")
+        return np.frombuffer(view, dtype=">f4", count=dim, offset=4).astype(np.float32)
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -19,6 +39,9 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
             "vector type not found in the database: the pgvector extension is missing "
             "(run `memstream migrate` as a role allowed to CREATE EXTENSION vector)"
         ) from exc
+    info = conn.adapters.types.get("vector")
+    if info is not None:
+        conn.adapters.register_loader(info.oid, VectorArrayLoader)
 
 
 def create_pool(

@@ -20,6 +20,7 @@ from schemas.turns import Turn
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.migrate import check_text_search_config
+from sinks.postgres.queries import retrieval
 from sinks.postgres.queries.retrieval import Filters, text_candidates, vector_candidates
 from sinks.postgres.vector_index import ensure_vector_index, index_name
 from tests.fixtures.stack import RunningStack, client_for
@@ -264,3 +265,31 @@ async def test_auto_switches_a_large_user_to_hnsw_with_the_same_hits(stack: Runn
     finally:  # as the stack was started
         await vector_index(stack, "exact", min_episodes=0)
         await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)
+
+
+async def test_when_every_word_is_common_the_other_words_still_rank_and_the_scan_is_capped(
+    stack: RunningStack, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 turns in which every query word is common: the candidates hold the two rarest
+    ("zebra", "quokka"); "wombat", held by some of them, still ranks them first (only the
+    words every candidate holds are left out of the per-row score), and no more than
+    ``ALL_OF_ROWS`` candidates are scored."""
+    with_wombat = await store(stack, tenant, [
+        *({"content": "zebra quokka wombat axolotl"} for _ in range(4)),  # older
+        *({"content": "zebra quokka axolotl"} for _ in range(4)),  # newer, no wombat
+        *({"content": "quokka wombat axolotl"} for _ in range(2)),
+        *({"content": "wombat axolotl"} for _ in range(16)),
+        *({"content": "axolotl plain filler"} for _ in range(14)),
+    ])  # fmt: skip
+    scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await register_vector_async(conn)
+        await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
+        hits = await text_candidates(conn, scope, "zebra quokka wombat", limit=20)
+        assert len(hits) == 8, "the candidates are the turns holding both of the two rarest words"
+        assert {h.id for h in hits[:4]} == set(with_wombat[:4]), "a word some candidates hold still counts"
+        # One hit: only the best four by score (TIE_BREAK x 1) are read; the newest four lack "wombat".
+        (best,) = await text_candidates(conn, scope, "zebra quokka wombat", limit=1)
+        assert best.id in with_wombat[:4]
+        monkeypatch.setattr(retrieval, "ALL_OF_ROWS", 3)
+        assert len(await text_candidates(conn, scope, "zebra quokka wombat", limit=20)) == 3

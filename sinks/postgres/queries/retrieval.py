@@ -13,6 +13,7 @@ triggers, migration 0009), read under the same row-level security as the episode
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
 from dataclasses import dataclass, field
@@ -167,22 +168,30 @@ def _distance(strategy: VectorScan, dim: int) -> sql.Composable:
     return sql.SQL("embedding <=> %(embedding)s")
 
 
-def _vector_sql(kind: Kind, distance: sql.Composable) -> sql.Composed:
+#: Statements are composed once per shape and kept as text: psycopg then converts (and,
+#: once used often enough, prepares) each of them once, not on every query.
+@functools.lru_cache(maxsize=64)
+def _vector_sql(kind: Kind, strategy: VectorScan, dim: int) -> str:
+    distance = _distance(strategy, dim)
     if kind == "episode":
         table, columns, where = "episodes", _EPISODE_COLUMNS, _EPISODE_WHERE + " AND embedding_model = %(model)s"
     elif kind == "fact":
         table, columns, where = "facts", _FACT_COLUMNS, _FACT_WHERE + " AND embedding_model = %(model)s"
     else:
-        return sql.SQL(
-            "SELECT {cols}, {d} AS distance FROM {skills} WHERE {where} ORDER BY {d} LIMIT %(limit)s"
-        ).format(
-            cols=sql.SQL(_SKILL_COLUMNS),
-            d=distance,
-            skills=sql.SQL(VISIBLE_SKILLS),
-            where=sql.SQL(_SKILL_WHERE + " AND embedding_model = %(model)s"),
+        return (
+            sql.SQL("SELECT {cols}, {d} AS distance FROM {skills} WHERE {where} ORDER BY {d} LIMIT %(limit)s")
+            .format(
+                cols=sql.SQL(_SKILL_COLUMNS),
+                d=distance,
+                skills=sql.SQL(VISIBLE_SKILLS),
+                where=sql.SQL(_SKILL_WHERE + " AND embedding_model = %(model)s"),
+            )
+            .as_string(None)
         )
-    return sql.SQL("SELECT {cols}, {d} AS distance FROM {table} WHERE {where} ORDER BY {d} LIMIT %(limit)s").format(
-        cols=sql.SQL(columns), d=distance, table=sql.Identifier(table), where=sql.SQL(where)
+    return (
+        sql.SQL("SELECT {cols}, {d} AS distance FROM {table} WHERE {where} ORDER BY {d} LIMIT %(limit)s")
+        .format(cols=sql.SQL(columns), d=distance, table=sql.Identifier(table), where=sql.SQL(where))
+        .as_string(None)
     )
 
 
@@ -199,11 +208,17 @@ _TERMS_SQL = (
 #: Episodes holding any selective lexeme, scored by the IDF of the lexemes they hold (BM25
 #: without term frequency: turns are short), cover density breaking ties. The IDF sum ranks
 #: every match on its key alone; only the best few (``TIE_BREAK`` times the limit) have their
-#: columns read and their cover density computed (it cost as much as the rest together).
+#: columns read and their cover density computed (it cost as much as the rest together). No
+#: more than ``%(scan)s`` matches are scored: the selective lexemes fit in that budget by
+#: their counts, but the two rarest words of a query whose words are all common
+#: (``TermWeights.all_of``) may be held together by thousands of templated turns, and each
+#: match costs a heap visit and a score.
 _EPISODE_TEXT_SQL = (
     "SELECT {cols}, m.idf + 0.01 * ts_rank_cd(tsv, %(any)s::tsquery) AS text_rank FROM ("
-    "SELECT tenant_id, event_id, {score} AS idf FROM episodes WHERE {where} AND tsv @@ %(filter)s::tsquery"
-    " ORDER BY idf DESC, created_at DESC LIMIT %(tie_break)s) AS m JOIN episodes USING (tenant_id, event_id)"
+    "SELECT tenant_id, event_id, {score} AS idf FROM ("
+    "SELECT tenant_id, event_id, created_at, tsv FROM episodes WHERE {where} AND tsv @@ %(filter)s::tsquery"
+    " LIMIT %(scan)s) AS s ORDER BY idf DESC, created_at DESC LIMIT %(tie_break)s) AS m"
+    " JOIN episodes USING (tenant_id, event_id)"
     " ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
 )
 TIE_BREAK = 4
@@ -221,6 +236,8 @@ async def text_match_indexable(conn: psycopg.AsyncConnection[Any]) -> bool:
 
 #: How many episodes the selective lexemes may pull in together (what a query reads and scores).
 SELECTED_ROWS = 2_000
+#: How many episodes holding both of the two rarest words (``TermWeights.all_of``) are scored.
+ALL_OF_ROWS = 1_000
 #: A lexeme in this share of the user's episodes or more (a speaker's name, "deploy" in a
 #: deployment log) does not select candidates: it would pull in a large part of the memory...
 COMMON_SHARE = 0.05
@@ -251,8 +268,9 @@ def term_weights(n_docs: int, df: dict[str, int], *, budget: int = SELECTED_ROWS
     ``common_df`` select candidates, rarest first, as many as fit together in ``budget``
     episodes; the others only add to a score. When not even the rarest fits (or every word
     is common), the candidates are the episodes holding both of the two rarest words (an
-    agent asking about its own name: the name alone): a large memory never reads thousands
-    of rows for one query."""
+    agent asking about its own name: the name alone), no more than ``ALL_OF_ROWS`` of them
+    (``SELECTED_ROWS`` for a lone word): a large memory never scores more than that for one
+    query."""
     idf = {t: math.log(1 + (n_docs - min(d, n_docs) + 0.5) / (d + 0.5)) for t, d in df.items()}
     present = sorted((t for t in df if df[t] > 0), key=lambda t: (df[t], t))
     cap = common_df(n_docs)
@@ -273,50 +291,72 @@ def tsquery_term(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+@functools.lru_cache(maxsize=64)
+def _episode_text_sql(lexemes: int) -> str:
+    """The episodes' text query for ``lexemes`` lexemes scored row by row (on top of ``base``)."""
+    score = sql.SQL(" + ").join(
+        [
+            sql.SQL("%(base)s::float8"),
+            *(
+                sql.SQL("CASE WHEN tsv @@ {}::tsquery THEN {}::float8 ELSE 0 END").format(
+                    sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
+                )
+                for i in range(lexemes)
+            ),
+        ]
+    )
+    return (
+        sql.SQL(_EPISODE_TEXT_SQL)
+        .format(cols=sql.SQL(_EPISODE_COLUMNS), score=score, where=sql.SQL(_EPISODE_WHERE))
+        .as_string(None)
+    )
+
+
 async def _episode_text(
     cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], df: dict[str, int], n_docs: int
 ) -> list[dict[str, Any]]:
     weights = term_weights(n_docs, df)
     if n_docs == 0 or not weights.selective:
         return []
-    lexemes = sorted(df)
-    terms = [tsquery_term(t) for t in lexemes]
-    score = sql.SQL(" + ").join(
-        sql.SQL("CASE WHEN tsv @@ {}::tsquery THEN {}::float8 ELSE 0 END").format(
-            sql.Placeholder(f"t{i}"), sql.Placeholder(f"w{i}")
-        )
-        for i in range(len(lexemes))
-    )
-    query = sql.SQL(_EPISODE_TEXT_SQL).format(
-        cols=sql.SQL(_EPISODE_COLUMNS), score=score, where=sql.SQL(_EPISODE_WHERE)
-    )
+    # Each row is scored only on the lexemes that can tell candidates apart: one no episode
+    # holds adds nothing, and under ``all_of`` every candidate holds the selective ones (their
+    # IDF is a constant ``base``). Scoring costs per row and lexeme: at 100k episodes, 3,000
+    # candidates and ten lexemes, it was half the query.
+    constant = set(weights.selective) if weights.all_of else set()
+    scored = [t for t in sorted(df) if df[t] > 0 and t not in constant]
     await cur.execute(
-        query,
+        _episode_text_sql(len(scored)),
         {
             **params,
-            **{f"t{i}": term for i, term in enumerate(terms)},
-            **{f"w{i}": weights.idf[t] for i, t in enumerate(lexemes)},
-            "any": " | ".join(terms),
+            "base": sum(weights.idf[t] for t in constant),
+            **{f"t{i}": tsquery_term(t) for i, t in enumerate(scored)},
+            **{f"w{i}": weights.idf[t] for i, t in enumerate(scored)},
+            "any": " | ".join(tsquery_term(t) for t in sorted(df)),
             "filter": weights.tsquery(),
             "tie_break": TIE_BREAK * int(params["limit"]),
+            "scan": ALL_OF_ROWS if weights.all_of else SELECTED_ROWS,
         },
     )
     return await cur.fetchall()
 
 
-_TEXT_SQL: dict[Kind, sql.Composed] = {
+_TEXT_SQL: dict[Kind, str] = {
     "fact": sql.SQL(
         "SELECT {cols}, ts_rank_cd(tsv, t.q) AS text_rank FROM facts, {q}"
         " WHERE {where} AND tsv @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s"
-    ).format(cols=sql.SQL(_FACT_COLUMNS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_FACT_WHERE)),
+    )
+    .format(cols=sql.SQL(_FACT_COLUMNS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_FACT_WHERE))
+    .as_string(None),
     "skill": sql.SQL(
         "SELECT {cols}, ts_rank_cd(to_tsvector(%(config)s::regconfig, name || ' ' || description), t.q)"
         " AS text_rank FROM {skills}, {q} WHERE {where}"
         " AND to_tsvector(%(config)s::regconfig, name || ' ' || description) @@ t.q"
         " ORDER BY text_rank DESC LIMIT %(limit)s"
-    ).format(
+    )
+    .format(
         cols=sql.SQL(_SKILL_COLUMNS), skills=sql.SQL(VISIBLE_SKILLS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_SKILL_WHERE)
-    ),
+    )
+    .as_string(None),
 }
 
 
@@ -416,7 +456,7 @@ async def candidate_lists(
                 if hnsw:
                     await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
                 near[kind] = conn.cursor(row_factory=dict_row, binary=True)
-                await near[kind].execute(_vector_sql(kind, _distance("hnsw" if hnsw else "exact", dim)), vector_params)
+                await near[kind].execute(_vector_sql(kind, "hnsw" if hnsw else "exact", dim), vector_params)
                 if hnsw:  # back for the rest of the transaction (an error aborts it: nothing else runs)
                     await conn.execute(_HNSW_OFF)
         if text is not None:
@@ -431,7 +471,7 @@ async def candidate_lists(
     for kind, cursor in near.items():
         rows = await cursor.fetchall()
         if len(rows) < limit and kind == "episode" and scan == "hnsw" and embedding is not None:
-            await cursor.execute(_vector_sql(kind, _distance("exact", int(embedding.shape[0]))), vector_params)
+            await cursor.execute(_vector_sql(kind, "exact", int(embedding.shape[0])), vector_params)
             rows = await cursor.fetchall()
         by_vector.extend(_candidate(kind, row) for row in rows)
     by_vector.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
