@@ -98,6 +98,7 @@ def create_app(settings: Settings) -> FastAPI:
         )
         producer = TurnProducer(
             settings.require_kafka(),
+            security=settings.kafka_security(),
             codec=turn_event_codec(),
             timeout_s=settings.produce_timeout_s,
             max_request_bytes=max(settings.max_body_bytes * 2, 1024 * 1024),

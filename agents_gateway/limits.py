@@ -7,7 +7,8 @@ parameter *before* it runs the route's dependencies, so authenticating in a depe
 would let a caller without a key make the gateway buffer whatever it sends. The guard
 authenticates every request for a ``/v1`` route first and hands the principal on to the
 route's dependency (``agents_gateway.auth.scoped``); only then may the body be read, and never
-more than its cap.
+more than its cap. The operational endpoints (``/metrics``, the API document) need the ops token
+when one is set (``agents_gateway/ops_token.py``).
 
 ``server_options`` configures uvicorn: the header-size cap, the keep-alive timeout, the
 concurrency cap, and an h11 protocol with a header-read timeout (uvicorn has none of its own:
@@ -32,6 +33,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from agents_gateway.auth import INTERNAL_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, Principal
 from agents_gateway.errors import error_response
+from agents_gateway.ops_token import operational, ops_refusal
 from agents_gateway.state import gateway_state
 from memstream.settings import Settings
 
@@ -117,6 +119,12 @@ class RequestGuard:
             message = f"the request headers take {header_bytes} bytes; the limit is {limit}"
             await _answer(scope, send, error_response(431, "headers_too_large", message), close=True)
             return
+        if self.settings.ops_token is not None and operational(scope["path"]):
+            refused = ops_refusal(headers, self.settings.ops_token)
+            if refused is not None:
+                _count_refusal(scope, 401)
+                await _answer(scope, send, refused, close=has_body)
+                return
         held: Principal | None = None
         if authenticated(scope["path"]) and _routed(scope):
             response = await self._authenticate(scope, receive)
@@ -207,6 +215,13 @@ class RequestGuard:
             assert isinstance(response, Response)
             return response
         return None
+
+
+def _count_refusal(scope: Scope, status: int) -> None:
+    """Count a refusal the guard makes itself in ``memstream_gateway_auth_failures_total``."""
+    state = getattr(scope["app"].state, "gateway", None)
+    if state is not None:
+        state.metrics.auth_failures.labels(status=str(status)).inc()
 
 
 def _routed(scope: Scope) -> bool:
@@ -320,7 +335,7 @@ def guarded_h11(header_timeout_s: float) -> type[GuardedH11Protocol]:
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
-    """uvicorn.run's keyword arguments for the gateway's limits (README, "Limits")."""
+    """uvicorn.run's keyword arguments for the gateway's limits (docs/api.md, "Request limits")."""
     return {
         "http": guarded_h11(settings.header_read_timeout_s),
         "h11_max_incomplete_event_size": settings.max_header_bytes,

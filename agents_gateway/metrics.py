@@ -1,5 +1,5 @@
 """The gateway's Prometheus metrics (``GET /metrics``), one registry per app instance.
-Every metric is listed in the README, "Metrics"."""
+Every metric is listed in docs/operations.md, "Metrics"."""
 
 from __future__ import annotations
 

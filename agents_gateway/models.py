@@ -330,6 +330,25 @@ class ReadyOut(BaseModel):
     checks: dict[str, CheckOut]
 
 
+class WorkerRoleOut(BaseModel):
+    """One worker role (consumer group) as its heartbeats and defect record in Redis say."""
+
+    state: Literal["consuming", "absent", "stopped_on_defect", "unknown"] = Field(
+        description="consuming: a worker holds partitions; absent: none announced itself within "
+        "MEMSTREAM_WORKER_HEARTBEAT_TTL_S; stopped_on_defect: a worker stopped on a code defect and no "
+        "batch has gone through since; unknown: Redis did not answer"
+    )
+    required: bool = Field(description="Whether this request asked for the role (an absent one is then a 503)")
+    workers: int = Field(description="Workers of the role that announced themselves within their time-to-live")
+    partitions: int = Field(description="Partitions those workers hold between them")
+    detail: str
+
+
+class WorkersOut(BaseModel):
+    status: Literal["ready", "not ready"]
+    roles: dict[str, WorkerRoleOut]
+
+
 class EvaluateIn(RequestModel):
     one_line = frozenset({"tool"})
 

@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from memstream.errors import MemstreamError
+from memstream.kafka_security import KafkaSecurity
 from schemas.codec import AvroCodec
 from schemas.topics import TURNS
 from schemas.turns import turn_key
@@ -46,6 +47,7 @@ class TurnProducer:
         self,
         bootstrap_servers: str,
         *,
+        security: KafkaSecurity,
         codec: AvroCodec,
         timeout_s: float,
         max_request_bytes: int,
@@ -53,6 +55,7 @@ class TurnProducer:
         topic_partitions: int | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.security = security
         self.codec = codec
         self.timeout_s = timeout_s
         self.max_request_bytes = max_request_bytes
@@ -60,7 +63,12 @@ class TurnProducer:
         self._lock = asyncio.Lock()
         self._stopping: set[asyncio.Task[None]] = set()
         self._watch = (
-            BrokerWatch(bootstrap_servers, on_reset=self._new_cluster, reaction="the gateway starts a new producer")
+            BrokerWatch(
+                bootstrap_servers,
+                security=security,
+                on_reset=self._new_cluster,
+                reaction="the gateway starts a new producer",
+            )
             if watch_cluster
             else None
         )
@@ -75,7 +83,9 @@ class TurnProducer:
                 if self.topic_partitions is not None:
                     try:
                         await asyncio.wait_for(
-                            ensure_topics(self.bootstrap_servers, partitions=self.topic_partitions),
+                            ensure_topics(
+                                self.bootstrap_servers, security=self.security, partitions=self.topic_partitions
+                            ),
                             timeout=self.timeout_s,
                         )
                     except (KafkaError, OSError, TimeoutError) as exc:
@@ -90,6 +100,7 @@ class TurnProducer:
                     max_request_size=self.max_request_bytes,
                     request_timeout_ms=int(self.timeout_s * 1000),
                     client_id="memstream-gateway",
+                    **self.security.client_kwargs(),
                 )
                 try:
                     await asyncio.wait_for(producer.start(), timeout=self.timeout_s)

@@ -39,7 +39,7 @@ class GatewayState:
     auth: Authenticator
     policies: PolicyCache
     metrics: GatewayMetrics
-    #: What extracts facts and writes summaries (for /readyz): Gemini, or the offline fallback.
+    #: What extracts facts and writes summaries (for /readyz/workers): Gemini, or the offline fallback.
     memory_models: str
     access: AccessRecorder
     tokens: TokenCounter

@@ -32,6 +32,7 @@ from agents_gateway.auth import Principal
 from agents_gateway.models import TurnIn
 from agents_gateway.routes.turns import to_records
 from bench.corpus import conversation_roles, turn_text
+from memstream.kafka_security import KafkaSecurity
 from memstream.settings import Settings
 from ops.stack.session import issue_key, stack_session
 from schemas.codec import turn_event_codec
@@ -98,12 +99,17 @@ async def post_all(url: str, bodies: list[dict[str, Any]], *, api_key: str, conc
     return started
 
 
-async def produce_all(bootstrap_servers: str, bodies: list[dict[str, Any]], *, rate: float) -> float:
+async def produce_all(
+    bootstrap_servers: str, bodies: list[dict[str, Any]], *, security: KafkaSecurity, rate: float
+) -> float:
     """Produce Avro straight to the turns topic, as an agent with a Kafka client would."""
     codec = turn_event_codec()
     tenant = bodies[0]["turns"][0]["tenant_id"]
     principal = Principal(key_id="bench", tenant_id=tenant, agent_id=None, scopes=frozenset({"ingest"}))
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, enable_idempotence=False)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, enable_idempotence=False,
+        **security.client_kwargs(),
+    )  # fmt: skip
     await producer.start()
     started = time.time()
     clock = time.monotonic()
@@ -198,7 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     bodies = make_batches(tenant, turns=args.turns, sessions=args.sessions, batch=args.batch, seed=args.seed)
     with stack_session(settings, workers=args.workers, memory=not args.no_memory_worker) as stack:
         if args.via == "kafka":
-            started = asyncio.run(produce_all(stack.settings.require_kafka(), bodies, rate=args.rate))
+            started = asyncio.run(
+                produce_all(
+                    stack.settings.require_kafka(), bodies, security=stack.settings.kafka_security(), rate=args.rate
+                )
+            )
         else:
             key = issue_key(
                 stack.settings, tenant_id=tenant, scopes=["ingest"], name="bench.ingest", rate_limit_per_s=1e6

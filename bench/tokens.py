@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
                 measured = replay(
                     client, turns, run=run, budget=args.budget, settle_s=args.settle_s, cap_s=args.wait_cap_s
                 )
-                ready = client.get("/readyz").json()
+                workers = client.get("/readyz/workers").json()
     if not args.show_prompt:
         del measured["final_context"]["prompt"]
     result = {
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "budget": args.budget,
         "tokenizer": TokenCounter.name,
-        "memory_models": ready.get("checks", {}).get("memory_worker", {}).get("detail"),
+        "memory_models": workers.get("roles", {}).get("memory", {}).get("detail"),
         **measured,
         "seed_reference": SEED,
     }

@@ -6,6 +6,8 @@ It reads ``memstream.audit.v1`` in its own consumer group (so it has its own pos
 never takes records from another consumer), commits only after a record is written and
 flushed, and skips records the relay published twice, so each change is in the files once
 and in order per tenant. Stop it with Ctrl-C; run it again and it continues where it stopped.
+A Kafka that asks for TLS or SASL is reached with the memstream processes' own variables
+(``MEMSTREAM_KAFKA_SECURITY_PROTOCOL`` and the others of docs/configuration.md).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from memstream.settings import Settings
 from ops.audit_follow import AuditFollower
 from ops.audit_tail import as_json_line
 
@@ -35,7 +38,8 @@ async def main() -> None:
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    follower = AuditFollower(args.bootstrap_servers, group_id=args.group, from_beginning=True)
+    security = Settings().kafka_security()
+    follower = AuditFollower(args.bootstrap_servers, security=security, group_id=args.group, from_beginning=True)
     stats = await follower.run(append, stop=stop)
     print(f"{stats.handled} records written, {stats.repeats_skipped} repeats skipped")
 

@@ -9,23 +9,40 @@ address to the worker and the gateway through the same variables.
 
 from __future__ import annotations
 
+import difflib
+import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memstream.errors import MemstreamError
+from memstream.kafka_security import (
+    PLAINTEXT,
+    SASL_PROTOCOLS,
+    TLS_PROTOCOLS,
+    KafkaSecurity,
+    KafkaSecurityProtocol,
+    SaslMechanism,
+    tls_context,
+)
+
+log = logging.getLogger(__name__)
 
 VectorIndex = Literal["auto", "exact", "hnsw"]
 EmbeddingProviderName = Literal["auto", "local", "gemini"]
 LLMProviderName = Literal["auto", "offline", "gemini"]
+#: The shortest MEMSTREAM_OPS_TOKEN accepted.
+MIN_OPS_TOKEN_CHARS = 32
 
 
 class Settings(BaseSettings):
     """Configuration of a memstream process (worker, gateway, CLI)."""
 
-    model_config = SettingsConfigDict(env_prefix="MEMSTREAM_", frozen=True, extra="ignore")
+    # hide_input_in_errors: an invalid setting's error must not print the other settings' secrets.
+    model_config = SettingsConfigDict(env_prefix="MEMSTREAM_", frozen=True, extra="ignore", hide_input_in_errors=True)
 
     # --- where the embedded stack keeps its state -------------------------------
     data_dir: Path = Field(
@@ -56,6 +73,42 @@ class Settings(BaseSettings):
         default=None,
         description="Redis, Valkey or Memorystore URL (`redis://host:6379/0`) for session buffers, grants, "
         "rate limits and worker heartbeats; unset: `memstream up` starts an embedded Valkey.",
+    )
+
+    # --- Kafka security (a managed Kafka service; the embedded broker is PLAINTEXT) ---------
+    kafka_security_protocol: KafkaSecurityProtocol = Field(
+        default="PLAINTEXT",
+        description="How every Kafka client of the worker, gateway and CLI connects: PLAINTEXT, SSL (TLS), "
+        "SASL_PLAINTEXT (a password, unencrypted: private networks only) or SASL_SSL (a password over TLS, "
+        "what managed Kafka services ask for).",
+    )
+    kafka_sasl_mechanism: SaslMechanism | None = Field(
+        default=None,
+        description="With SASL_PLAINTEXT or SASL_SSL (and required there): PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.",
+    )
+    kafka_sasl_username: str | None = Field(
+        default=None, description="With SASL_PLAINTEXT or SASL_SSL (and required there): the SASL user name."
+    )
+    kafka_sasl_password: SecretStr | None = Field(
+        default=None, description="With SASL_PLAINTEXT or SASL_SSL (and required there): the SASL password."
+    )
+    kafka_ssl_cafile: Path | None = Field(
+        default=None,
+        description="With SSL or SASL_SSL: PEM file of the CAs that sign the brokers' certificates; "
+        "unset: the system's CAs (enough for most managed services).",
+    )
+    kafka_ssl_certfile: Path | None = Field(
+        default=None,
+        description="With SSL or SASL_SSL, for mutual TLS: PEM file of this client's certificate "
+        "(needs kafka_ssl_keyfile).",
+    )
+    kafka_ssl_keyfile: Path | None = Field(
+        default=None,
+        description="With kafka_ssl_certfile: PEM file of the client certificate's private key "
+        "(the same file when it holds both).",
+    )
+    kafka_ssl_key_password: SecretStr | None = Field(
+        default=None, description="With kafka_ssl_keyfile: the password of an encrypted private key."
     )
 
     # --- embedded stack ports (0 = pick a free port) ------------------------------
@@ -122,8 +175,8 @@ class Settings(BaseSettings):
     )
     worker_heartbeat_ttl_s: float = Field(
         default=10.0,
-        description="A worker announces itself in Redis every third of this; silent this long, /readyz no longer "
-        "counts it.",
+        description="A worker announces itself in Redis every third of this; silent this long, /readyz/workers no "
+        "longer counts it.",
     )
     audit_relay_interval_s: float = Field(
         default=0.5, gt=0, description="How often the ingest worker publishes the audit outbox to memstream.audit.v1."
@@ -282,7 +335,7 @@ class Settings(BaseSettings):
     auth_cache_s: float = Field(default=10.0, ge=0, description="How long a key lookup is cached.")
     rate_limit_per_s: float = Field(default=50.0, gt=0, description="Requests/s per key (unless set on the key).")
     rate_limit_burst: float = Field(default=100.0, gt=0, description="Burst per key (its token bucket's size).")
-    # --- gateway limits (agents_gateway/limits.py; README "The gateway", "Limits") ------------
+    # --- gateway limits (agents_gateway/limits.py; docs/api.md, "Request limits") ------------
     max_json_body_bytes: int = Field(
         default=64 * 1024, ge=1024, description="Body cap of every endpoint but /v1/turns and /mcp (max_body_bytes)."
     )
@@ -309,6 +362,12 @@ class Settings(BaseSettings):
         default=False,
         description="Serve the interactive API docs at /docs and /redoc (they load their scripts from a CDN "
         "and share the origin of /ui: off unless that origin serves no explorer).",
+    )
+    ops_token: SecretStr | None = Field(
+        default=None,
+        description="When set (at least 32 characters), /metrics, /openapi.json, /docs and /redoc answer only "
+        "`Authorization: Bearer <this token>`, else 401 (API keys are not accepted there); the probes stay open. "
+        "Unset: those paths are open to whoever reaches the gateway.",
     )
     forwarded_allow_ips: str = Field(
         default="",
@@ -363,6 +422,83 @@ class Settings(BaseSettings):
     def _absolute_data_dir(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    @field_validator("ops_token", mode="before")
+    @classmethod
+    def _ops_token(cls, value: object) -> object:
+        """An empty value (``MEMSTREAM_OPS_TOKEN=``) is no token; a short one is refused."""
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or text == "":
+            return None
+        if isinstance(text, str) and len(text) < MIN_OPS_TOKEN_CHARS:
+            raise ValueError(
+                f"ops_token must have at least {MIN_OPS_TOKEN_CHARS} characters (e.g. `openssl rand -hex 32`)"
+            )
+        return value
+
+    @field_validator("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile")
+    @classmethod
+    def _existing_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is None:
+            return None
+        path = value.expanduser()
+        if not path.is_file():
+            raise ValueError(f"MEMSTREAM_{str(info.field_name).upper()}: no file at {path}")
+        return path
+
+    @model_validator(mode="after")
+    def _coherent_kafka_security(self) -> Settings:
+        """Every Kafka security setting either takes effect or is refused, never ignored."""
+        protocol = self.kafka_security_protocol
+        if protocol in SASL_PROTOCOLS:
+            missing = [
+                f"MEMSTREAM_KAFKA_SASL_{name.upper()}"
+                for name, value in (
+                    ("mechanism", self.kafka_sasl_mechanism),
+                    ("username", self.kafka_sasl_username),
+                    ("password", self.kafka_sasl_password),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"MEMSTREAM_KAFKA_SECURITY_PROTOCOL={protocol} needs {', '.join(missing)}")
+        else:
+            stray = _set_variables(
+                kafka_sasl_mechanism=self.kafka_sasl_mechanism,
+                kafka_sasl_username=self.kafka_sasl_username,
+                kafka_sasl_password=self.kafka_sasl_password,
+            )
+            if stray:
+                raise ValueError(
+                    f"{', '.join(stray)} take effect only with MEMSTREAM_KAFKA_SECURITY_PROTOCOL=SASL_PLAINTEXT "
+                    f"or SASL_SSL (it is {protocol})"
+                )
+        if protocol not in TLS_PROTOCOLS:
+            stray = _set_variables(
+                kafka_ssl_cafile=self.kafka_ssl_cafile,
+                kafka_ssl_certfile=self.kafka_ssl_certfile,
+                kafka_ssl_keyfile=self.kafka_ssl_keyfile,
+                kafka_ssl_key_password=self.kafka_ssl_key_password,
+            )
+            if stray:
+                raise ValueError(
+                    f"{', '.join(stray)} take effect only with MEMSTREAM_KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL "
+                    f"(it is {protocol})"
+                )
+        if self.kafka_ssl_certfile and not self.kafka_ssl_keyfile:
+            raise ValueError(
+                "MEMSTREAM_KAFKA_SSL_CERTFILE needs MEMSTREAM_KAFKA_SSL_KEYFILE (the same file when it holds both)"
+            )
+        if self.kafka_ssl_keyfile and not self.kafka_ssl_certfile:
+            raise ValueError("MEMSTREAM_KAFKA_SSL_KEYFILE needs MEMSTREAM_KAFKA_SSL_CERTFILE")
+        if self.kafka_ssl_key_password and not self.kafka_ssl_keyfile:
+            raise ValueError("MEMSTREAM_KAFKA_SSL_KEY_PASSWORD needs MEMSTREAM_KAFKA_SSL_KEYFILE")
+        if self.embedded_broker and protocol != "PLAINTEXT":
+            raise ValueError(
+                f"the embedded broker speaks PLAINTEXT only: MEMSTREAM_KAFKA_SECURITY_PROTOCOL={protocol} needs "
+                "your own Kafka (MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS)"
+            )
+        return self
+
     @field_validator("tenant_rate_limits")
     @classmethod
     def _tenant_rate_limits(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -396,6 +532,82 @@ class Settings(BaseSettings):
     def require_kafka(self) -> str:
         return _required(self.kafka_bootstrap_servers, "Kafka", "MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS")
 
+    def kafka_security(self) -> KafkaSecurity:
+        """What every Kafka client spreads into its constructor (``KafkaSecurity.client_kwargs``);
+        loads the TLS files (a KafkaSecurityError when they do not load)."""
+        protocol = self.kafka_security_protocol
+        if protocol == "PLAINTEXT":
+            return PLAINTEXT
+        context = None
+        if protocol in TLS_PROTOCOLS:
+            context = tls_context(
+                cafile=self.kafka_ssl_cafile,
+                certfile=self.kafka_ssl_certfile,
+                keyfile=self.kafka_ssl_keyfile,
+                key_password=self.kafka_ssl_key_password,
+            )
+        return KafkaSecurity(
+            protocol=protocol,
+            sasl_mechanism=self.kafka_sasl_mechanism,
+            sasl_username=self.kafka_sasl_username,
+            sasl_password=self.kafka_sasl_password,
+            ssl_context=context,
+        )
+
+
+#: ``MEMSTREAM_*`` variables read by something else than ``Settings``: not misspelt settings.
+#: (tests/unit/test_unknown_variables.py keeps this in step with the repository.)
+OTHER_VARIABLES: frozenset[str] = frozenset(
+    {
+        # the SDK (clients/python), its MCP server and its ADK memory service
+        "MEMSTREAM_BASE_URL",
+        "MEMSTREAM_API_KEY",
+        "MEMSTREAM_USER_ID",
+        "MEMSTREAM_AGENT_ID",
+        "MEMSTREAM_PROJECT_ID",
+        "MEMSTREAM_SESSION_ID",
+        # docker-compose.yml and deploy/postgres-init.sh: the database roles' passwords
+        "MEMSTREAM_APP_PASSWORD",
+        "MEMSTREAM_OWNER_PASSWORD",
+        # the Makefile, the test suite and the benches
+        "MEMSTREAM_BROWSER_TESTS",
+        "MEMSTREAM_CHROMIUM",
+        "MEMSTREAM_FAULT_REPORT",
+        "MEMSTREAM_HYPOTHESIS_PROFILE",
+        "MEMSTREAM_LOCOMO_DATA",
+        "MEMSTREAM_SCHEMATHESIS_EXAMPLES",
+        "MEMSTREAM_SCHEMATHESIS_SEED",
+        "MEMSTREAM_UI_SCREENSHOTS",
+    }
+)
+
+_PREFIX = "MEMSTREAM_"
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """The ``MEMSTREAM_*`` variables of ``environ`` that set nothing (sorted), each with the
+    variable of the closest setting, or None when none is close."""
+    known = [name.upper() for name in Settings.model_fields]
+    unknown: list[tuple[str, str | None]] = []
+    for variable in sorted(environ):
+        upper = variable.upper()  # pydantic-settings reads the environment in any case
+        if not upper.startswith(_PREFIX) or upper in OTHER_VARIABLES:
+            continue
+        name = upper.removeprefix(_PREFIX)
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        unknown.append((variable, f"{_PREFIX}{close[0]}" if close else None))
+    return unknown
+
+
+def warn_unknown_variables(environ: Mapping[str, str]) -> None:
+    """Log a WARNING for each ``MEMSTREAM_*`` variable that sets nothing (a misspelt one is
+    otherwise silently ignored); called once at start by every memstream process."""
+    for variable, closest in unknown_variables(environ):
+        hint = f"; did you mean {closest}?" if closest else ""
+        log.warning("%s is not a memstream setting and is ignored%s (docs/configuration.md)", variable, hint)
+
 
 def parse_tenant_rate(entry: str) -> tuple[str, float, float]:
     """``tenant=rate`` (burst: twice the rate) or ``tenant=rate/burst`` -> (tenant, rate, burst)."""
@@ -409,6 +621,11 @@ def parse_tenant_rate(entry: str) -> tuple[str, float, float]:
     if not sep or not tenant.strip() or not rate > 0 or not burst >= 1:
         raise ValueError(f"tenant rate limit {entry!r}: expected 'tenant=rate' or 'tenant=rate/burst' (rate > 0)")
     return tenant.strip(), rate, burst
+
+
+def _set_variables(**values: object) -> list[str]:
+    """The environment variables of the settings given a value."""
+    return [f"MEMSTREAM_{name.upper()}" for name, value in values.items() if value is not None]
 
 
 def _required(value: SecretStr | str | None, what: str, variable: str) -> str:

@@ -8,6 +8,6 @@ import os
 # One BLAS thread per process, set before numpy loads. The gateway and workers are asyncio
 # processes doing small matrix products (MMR over ~100 candidates, embedding a query); BLAS
 # threads spinning for those took two thirds of the gateway's CPU under 16 concurrent searches
-# (docs/measurements.md). An operator's own setting wins.
+# (docs/benchmarks.md). An operator's own setting wins.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")

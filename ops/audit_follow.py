@@ -26,6 +26,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
+from memstream.kafka_security import KafkaSecurity
 from schemas.codec import audit_record_codec
 from schemas.errors import DecodeError
 from schemas.topics import AUDIT
@@ -67,6 +68,7 @@ class AuditFollower:
         self,
         bootstrap_servers: str,
         *,
+        security: KafkaSecurity,
         group_id: str,
         tenant: str | None = None,
         from_beginning: bool = False,
@@ -74,6 +76,7 @@ class AuditFollower:
         session_timeout_s: float = 6.0,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.security = security
         self.group_id = group_id
         self.tenant = tenant
         self.lookback = lookback
@@ -88,6 +91,7 @@ class AuditFollower:
             # The embedded broker holds a new group's first join for half the session timeout.
             session_timeout_ms=int(session_timeout_s * 1000),
             heartbeat_interval_ms=int(session_timeout_s * 250),
+            **security.client_kwargs(),
         )
 
     def _wanted(self, key: bytes | None) -> bool:
@@ -109,7 +113,10 @@ class AuditFollower:
                 rewinds[tp] = committed
         if not rewinds:
             return
-        reader = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None, enable_auto_commit=False)
+        reader = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap_servers, group_id=None, enable_auto_commit=False,
+            **self.security.client_kwargs(),
+        )  # fmt: skip
         await reader.start()
         try:
             reader.assign(list(rewinds))

@@ -22,8 +22,9 @@ def as_json_line(record: dict[str, Any]) -> bytes:
 
 async def tail(settings: Settings, args: argparse.Namespace) -> int:
     follower = AuditFollower(
-        settings.require_kafka(), group_id=args.group, tenant=args.tenant, from_beginning=args.from_beginning
-    )
+        settings.require_kafka(), security=settings.kafka_security(), group_id=args.group, tenant=args.tenant,
+        from_beginning=args.from_beginning,
+    )  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from memstream.errors import MemstreamError
-from memstream.settings import Settings
+from memstream.settings import Settings, warn_unknown_variables
 from ops import dlq_cli, replay_cli
 from schemas.errors import SchemaError
 
@@ -263,6 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"memstream: invalid configuration: {exc}", file=sys.stderr)
         return 2
     _logging(settings.log_level)
+    warn_unknown_variables(os.environ)
     try:
         result: int = args.func(args, settings)
     except (MemstreamError, SchemaError) as exc:  # an operator's error, said in one line

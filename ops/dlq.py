@@ -20,6 +20,7 @@ from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
 from memstream.errors import MemstreamError
+from memstream.kafka_security import KafkaSecurity
 from schemas import topics
 
 #: Header put on a replayed record: the DLQ position it was re-driven from.
@@ -97,12 +98,14 @@ class Selection:
         )
 
 
-async def read_dead_letters(bootstrap_servers: str, *, timeout_s: float = 10.0) -> list[DeadLetter]:
+async def read_dead_letters(
+    bootstrap_servers: str, *, security: KafkaSecurity, timeout_s: float = 10.0
+) -> list[DeadLetter]:
     """Every record of the dead-letter topic, oldest first, read without a consumer group (so
     nothing is committed and reading never hides a record from anyone)."""
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False,
-        request_timeout_ms=int(timeout_s * 1000),
+        request_timeout_ms=int(timeout_s * 1000), **security.client_kwargs(),
     )  # fmt: skip
     try:
         await asyncio.wait_for(consumer.start(), timeout_s)
@@ -150,7 +153,7 @@ async def read_dead_letters(bootstrap_servers: str, *, timeout_s: float = 10.0) 
 
 
 async def replay_dead_letters(
-    bootstrap_servers: str, letters: Sequence[DeadLetter], *, timeout_s: float = 10.0
+    bootstrap_servers: str, letters: Sequence[DeadLetter], *, security: KafkaSecurity, timeout_s: float = 10.0
 ) -> list[DeadLetter]:
     """Publish each letter's original record to its source topic; returns those re-driven.
     Letters whose source is not one of our topics are refused before anything is sent."""
@@ -161,7 +164,7 @@ async def replay_dead_letters(
         return []
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap_servers, acks="all", enable_idempotence=False,
-        request_timeout_ms=int(timeout_s * 1000),
+        request_timeout_ms=int(timeout_s * 1000), **security.client_kwargs(),
     )  # fmt: skip
     try:
         await asyncio.wait_for(producer.start(), timeout_s)

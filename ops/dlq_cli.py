@@ -47,15 +47,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print("memstream dlq replay: choose records (--offset, --reason, --stage, --source-topic) or --all",
               file=sys.stderr)  # fmt: skip
         return 2
-    bootstrap = with_running_stack(settings).require_kafka()
+    resolved = with_running_stack(settings)
+    bootstrap, security = resolved.require_kafka(), resolved.kafka_security()
     try:
-        chosen = [d for d in asyncio.run(read_dead_letters(bootstrap)) if selection(d)]
+        chosen = [d for d in asyncio.run(read_dead_letters(bootstrap, security=security)) if selection(d)]
         if args.action == "list" or args.dry_run:
             for letter in chosen:
                 sys.stdout.buffer.write(orjson.dumps(letter.as_dict()) + b"\n")
             sys.stdout.flush()
             return 0
-        replayed = asyncio.run(replay_dead_letters(bootstrap, chosen))
+        replayed = asyncio.run(replay_dead_letters(bootstrap, chosen, security=security))
     except DeadLetterError as exc:
         print(f"memstream dlq: {exc}", file=sys.stderr)
         return 1

@@ -2,7 +2,7 @@
 
 The header is the Confluent wire format, so the same bytes can be read by a
 schema-registry-aware consumer once the ids are registered there. Records are
-plain dicts (cheapest to build and read, docs/measurements.md); logical types come back as
+plain dicts (cheapest to build and read, docs/benchmarks.md); logical types come back as
 ``uuid.UUID`` and timezone-aware ``datetime``.
 """
 

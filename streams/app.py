@@ -10,6 +10,7 @@ import psycopg
 import psycopg_pool
 from aiokafka.errors import KafkaError
 
+from memstream.kafka_security import KafkaSecurity
 from memstream.settings import Settings
 from schemas.codec import audit_record_codec, compaction_request_codec
 from schemas.faust_codec import register_faust_codecs
@@ -43,6 +44,21 @@ def broker_url(bootstrap_servers: str, *, embedded: bool = False) -> str:
     return ";".join(f"{scheme}://{server.strip()}" for server in bootstrap_servers.split(","))
 
 
+def broker_credentials(security: KafkaSecurity) -> faust.auth.Credentials | None:
+    """The Kafka security of every other client, as Faust's ``broker_credentials``: Faust hands
+    them back to aiokafka as the same arguments (``credentials_to_aiokafka_auth`` in
+    ``faust.transport.drivers.aiokafka``); None is PLAINTEXT."""
+    context = security.ssl_context if security.uses_tls else None
+    if security.uses_sasl:  # with a TLS context SASL_SSL, without one SASL_PLAINTEXT
+        password = security.sasl_password.get_secret_value() if security.sasl_password else None
+        return faust.SASLCredentials(
+            username=security.sasl_username, password=password, mechanism=security.sasl_mechanism, ssl_context=context
+        )
+    if context is not None:
+        return faust.SSLCredentials(context)
+    return None
+
+
 def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None) -> faust.App:
     """A Faust app (its own consumer group, ``app_id``; on the embedded broker
     ``app_id@cluster_id``: ``streams/tansu.py``) configured from settings."""
@@ -53,6 +69,7 @@ def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None)
     return faust.App(
         app_id,
         broker=broker_url(settings.require_kafka(), embedded=settings.embedded_broker),
+        broker_credentials=broker_credentials(settings.kafka_security()),
         autodiscover=False,
         store="memory://",
         # Faust makes ``<datadir>/v1/tables`` at start even with memory stores: keep it in the
@@ -66,6 +83,9 @@ def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None)
         broker_session_timeout=settings.broker_session_timeout_s,
         broker_heartbeat_interval=settings.broker_heartbeat_interval_s,
         topic_partitions=settings.topic_partitions,
+        # Faust creates one topic itself, its leader topic (`<app_id>-__assignor-__leader`): with the
+        # replication factor a managed cluster may insist on.
+        topic_replication_factor=settings.topic_replication_factor,
         web_enabled=False,
         worker_redirect_stdouts=False,
     )
@@ -87,7 +107,8 @@ def build_app(settings: Settings, *, cluster_id: str | None = None) -> Pipeline:
 
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
-    watch_broker(app, settings.require_kafka(), cluster_id=cluster_id)  # a broker back empty: restart in place
+    # A broker back empty: restart in place.
+    watch_broker(app, settings.require_kafka(), security=settings.kafka_security(), cluster_id=cluster_id)
 
     relay = AuditRelay(resources.pool, topics.audit, audit_record_codec(), resources.metrics)
 

@@ -12,8 +12,8 @@ re-creates the topics with their partition counts, joins the group from scratch 
 the new log from its start.
 
 What the old broker had acknowledged but the worker had not yet written is gone with it:
-only a broker that keeps its log (Kafka with replication) can prevent that. See README,
-"Fault tolerance".
+only a broker that keeps its log (Kafka with replication) can prevent that. See
+docs/operations.md, "Faults".
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 
 from memstream.errors import MemstreamError
+from memstream.kafka_security import KafkaSecurity
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import Faust
     import faust
@@ -41,21 +42,21 @@ WATCH_INTERVAL_S = 0.5
 CHECK_TIMEOUT_S = 2.0
 
 
-async def _ask_cluster_id(bootstrap_servers: str) -> str:
-    watch = BrokerWatch(bootstrap_servers)
+async def _ask_cluster_id(bootstrap_servers: str, security: KafkaSecurity) -> str:
+    watch = BrokerWatch(bootstrap_servers, security=security)
     try:
         return await watch._current()
     finally:
         await watch.close()
 
 
-def wait_for_cluster_id(bootstrap_servers: str, *, timeout_s: float = 120.0) -> str:
+def wait_for_cluster_id(bootstrap_servers: str, *, security: KafkaSecurity, timeout_s: float = 120.0) -> str:
     """The broker's cluster id, asked until it answers (a worker may start before its broker)."""
     deadline = time.monotonic() + timeout_s
     delay = 0.2
     while True:
         try:
-            return asyncio.run(_ask_cluster_id(bootstrap_servers))
+            return asyncio.run(_ask_cluster_id(bootstrap_servers, security))
         except (KafkaError, OSError, TimeoutError) as exc:
             if time.monotonic() + delay > deadline:
                 raise BrokerResetError(
@@ -86,11 +87,13 @@ class BrokerWatch:
         self,
         bootstrap_servers: str,
         *,
+        security: KafkaSecurity,
         on_reset: Callable[[], None] = restart_in_place,
         reaction: str = "restarting this worker in place to re-create the topics and re-join its group from "
         "the start of the new log",
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.security = security
         self.on_reset = on_reset
         #: What ``on_reset`` does, for the log.
         self.reaction = reaction
@@ -99,7 +102,9 @@ class BrokerWatch:
 
     async def _current(self) -> str:
         if self._admin is None:
-            admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=2_000)
+            admin = AIOKafkaAdminClient(
+                bootstrap_servers=self.bootstrap_servers, request_timeout_ms=2_000, **self.security.client_kwargs()
+            )
             await asyncio.wait_for(admin.start(), CHECK_TIMEOUT_S)
             self._admin = admin
         cluster = await asyncio.wait_for(self._admin.describe_cluster(), CHECK_TIMEOUT_S)
@@ -138,10 +143,12 @@ class BrokerWatch:
                 log.debug("broker watch: closing: %s", exc)
 
 
-def watch_broker(app: faust.App, bootstrap_servers: str, *, cluster_id: str | None = None) -> BrokerWatch:
+def watch_broker(
+    app: faust.App, bootstrap_servers: str, *, security: KafkaSecurity, cluster_id: str | None = None
+) -> BrokerWatch:
     """A timer on ``app`` that restarts the worker when the broker turns out to be a new log
     (another than ``cluster_id``, the one the worker joined, when given)."""
-    watch = BrokerWatch(bootstrap_servers)
+    watch = BrokerWatch(bootstrap_servers, security=security)
     watch.cluster_id = cluster_id
 
     async def check_broker() -> None:

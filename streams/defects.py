@@ -5,7 +5,7 @@ may be lost. An error that is neither a store being down nor bad data — a ``Ty
 ``KeyError``: a defect in our code — used to be retried the same way, forever, while the
 partition stopped moving and the log filled. Now, after ``defect_attempts`` tries, it raises
 :class:`CodeDefectError`; the consume loop (``streams/consume.py``) then records what failed
-in Redis (``/readyz`` of the gateway reports it, the next incarnation's ``/metrics`` shows
+in Redis (the gateway's ``/readyz/workers`` reports it, the next incarnation's ``/metrics`` shows
 it), logs it, and exits the worker with status ``EXIT_DEFECT`` (70, EX_SOFTWARE) without
 acknowledging the batch: the batch is consumed again after the restart. ``memstream up``
 restarts the worker with backoff and says why it died; if the defect is still there it gives

@@ -1,5 +1,6 @@
-"""Workers announce themselves in Redis so the gateway's /readyz can tell one is consuming,
-and which partitions each holds (how a consumer group shares them is visible at a glance)."""
+"""Workers announce themselves in Redis so the gateway's ``/readyz/workers`` can tell, per role,
+whether one is consuming, and which partitions each holds (how a consumer group shares them is
+visible at a glance)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import socket
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import orjson
 import redis.asyncio as aioredis
@@ -23,9 +24,20 @@ if TYPE_CHECKING:  # annotations only: importing this module does not import Fau
 log = logging.getLogger(__name__)
 
 
+#: The roles a worker plays, each its own consumer group: ``memstream worker`` (ingest: episodes,
+#: buffers, the audit relay) and ``memstream worker --memory`` (long-term memory).
+WorkerRole = Literal["ingest", "memory"]
+WORKER_ROLES: tuple[WorkerRole, ...] = ("ingest", "memory")
+
+
 def memory_app_name(app_id: str) -> str:
     """The long-term memory worker's consumer group (and heartbeat) name."""
     return f"{app_id}-memory"
+
+
+def role_app_name(app_id: str, role: WorkerRole) -> str:
+    """The consumer group (and heartbeat, and defect record) name of a worker role."""
+    return memory_app_name(app_id) if role == "memory" else app_id
 
 
 def worker_id() -> str:
@@ -58,11 +70,6 @@ async def assignments(client: aioredis.Redis, *, app_id: str) -> dict[str, list[
         return {}
     held = await client.hmget(partitions_key(app_id), live)
     return {m.decode(): list(orjson.loads(h)) if h else [] for m, h in zip(live, held, strict=True)}
-
-
-async def live_workers(client: aioredis.Redis, *, app_id: str) -> int:
-    """How many workers announced partitions within their time-to-live."""
-    return int(await client.zcount(workers_key(app_id), time.time(), "+inf"))
 
 
 def announce_from(app: faust.App, client: aioredis.Redis, settings: Settings) -> None:

@@ -106,5 +106,6 @@ def build_memory_app(settings: Settings, *, cluster_id: str | None = None) -> Me
     app.timer(interval=settings.maintenance_interval_s)(maintain)
     heartbeat.announce_from(app, resources.redis, settings)
     monitoring.install(app, resources.metrics, lag_interval_s=settings.consumer_lag_interval_s)
-    watch_broker(app, settings.require_kafka(), cluster_id=cluster_id)  # a broker back empty: restart in place
+    # A broker back empty: restart in place.
+    watch_broker(app, settings.require_kafka(), security=settings.kafka_security(), cluster_id=cluster_id)
     return MemoryPipeline(app=app, topics=topics, resources=resources)

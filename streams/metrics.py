@@ -1,5 +1,5 @@
 """The worker's Prometheus metrics, served on ``MEMSTREAM_WORKER_METRICS_HOST:PORT`` (0: a free
-port, logged; -1: off). Every metric is listed in the README, "Metrics"."""
+port, logged; -1: off). Every metric is listed in docs/operations.md, "Metrics"."""
 
 from __future__ import annotations
 

@@ -80,6 +80,7 @@ class PipelineResources(Service):
         await retry_until_done(
             lambda: ensure_topics(
                 self.settings.require_kafka(),
+                security=self.settings.kafka_security(),
                 partitions=self.settings.topic_partitions,
                 replication_factor=self.settings.topic_replication_factor,
             ),

@@ -2,7 +2,7 @@
 
 Faust is pointed at ``tansu://host:port`` instead of ``kafka://`` when the embedded
 broker runs (``Settings.embedded_broker``); that scheme selects this transport, which
-is Faust's aiokafka transport with these changes (see README, "The embedded broker"):
+is Faust's aiokafka transport with these changes (see docs/embedded-broker.md):
 
 - **Fetch wait.** Tansu holds a fetch request for its whole ``fetch_max_wait_ms`` even
   when records arrive meanwhile (a real Kafka broker answers as soon as

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 
+from memstream.kafka_security import KafkaSecurity
 from schemas.topics import AUDIT, COMPACTION, DLQ, FACTS, RETRY, TURNS
 
 if TYPE_CHECKING:  # annotations only: importing this module does not import Faust
@@ -46,9 +47,13 @@ def declare_topics(app: faust.App, *, partitions: int) -> Topics:
     )
 
 
-async def ensure_topics(bootstrap_servers: str, *, partitions: int, replication_factor: int = 1) -> None:
+async def ensure_topics(
+    bootstrap_servers: str, *, security: KafkaSecurity, partitions: int, replication_factor: int = 1
+) -> None:
     """Create our topics if missing (brokers that auto-create would pick their own counts)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000)
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=bootstrap_servers, request_timeout_ms=10_000, **security.client_kwargs()
+    )
     await admin.start()
     try:
         existing = set(await admin.list_topics())

@@ -54,7 +54,11 @@ def run_worker(settings: Settings, *, memory: bool = False) -> None:
     resources: Service
     # On the embedded broker the consumer group is named after the broker's cluster id, asked
     # once here: a broker back from a restart is a new log (streams/tansu.py, broker_reset.py).
-    cluster_id = wait_for_cluster_id(settings.require_kafka()) if settings.embedded_broker else None
+    cluster_id = (
+        wait_for_cluster_id(settings.require_kafka(), security=settings.kafka_security())
+        if settings.embedded_broker
+        else None
+    )
     if memory:
         from streams.memory_app import build_memory_app
 

@@ -77,8 +77,26 @@ async def get_neighbors(
     entity: Annotated[str, Query(min_length=1, max_length=200)],
     depth: Annotated[int, Query(ge=1, le=MAX_DEPTH)] = 1,
     direction: Annotated[Literal["out", "in", "both"], Query()] = "out",
-    user_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
+    user_id: Annotated[
+        str | None,
+        Query(
+            pattern=ID_PATTERN,
+            max_length=MAX_IDENTIFIER,
+            description="The user whose graph to walk; required with a key bound to an agent. Without it (a"
+            " tenant-level key), the walk spans every user of the tenant.",
+        ),
+    ] = None,
 ) -> NeighborsOut:
+    """Every other read of memory is one user's; a tenant-level key may also walk the graph of the
+    whole tenant. A key bound to an agent acts for that agent in one user's conversations, so it
+    names the user (422 otherwise), as for ``/v1/search`` and ``/v1/entities``."""
+    if user_id is None and principal.agent_id is not None:
+        raise ApiError(
+            422, "invalid_request",
+            f"user_id is required: this key acts for agent {principal.agent_id} and reads one user's graph at a"
+            " time (only a tenant-level key walks every user's)",
+            details=[{"loc": ["query", "user_id"], "msg": "required with a key bound to an agent", "type": "missing"}],
+        )  # fmt: skip
     start = normalise_entity(entity)
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         found = await neighbors(conn, start, depth=depth, direction=direction, user_id=user_id)

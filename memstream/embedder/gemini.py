@@ -39,7 +39,7 @@ class GeminiEmbedder(Embedder):
         options = types.HttpOptions(timeout=int(timeout_s * 1000))
         if base_url:
             options = types.HttpOptions(base_url=base_url, api_version="v1beta", timeout=int(timeout_s * 1000))
-        # Keep a reference: an inline client is closed before its call returns (docs/measurements.md).
+        # Keep a reference: an inline client is closed before its call returns (docs/benchmarks.md).
         self._client = genai.Client(api_key=api_key, http_options=options)
 
     async def embed(self, texts: Sequence[str]) -> Vectors:

@@ -14,7 +14,7 @@ MODEL_DIM = 256
 
 
 class WordLlamaEmbedder(Embedder):
-    """256-d WordLlama (l2_supercat); ~20k sentences/s on two cores (docs/measurements.md)."""
+    """256-d WordLlama (l2_supercat); ~20k sentences/s on two cores (docs/benchmarks.md)."""
 
     model_name = f"wordllama/{MODEL_CONFIG}@{MODEL_DIM}"
     dim = MODEL_DIM

@@ -11,7 +11,7 @@ class Extractor(ABC):
     #: Recorded with every fact, e.g. ``offline-rules/1`` or ``gemini/gemini-2.5-flash/1``;
     #: the version changes whenever the output for the same input may change.
     name: str
-    #: True for the rule-based fallback: named so in logs, /readyz and the README.
+    #: True for the rule-based fallback: named so in logs, /readyz/workers and the README.
     fallback: bool = False
 
     @abstractmethod

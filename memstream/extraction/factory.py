@@ -78,7 +78,7 @@ def build_llm(settings: Settings) -> LLMClient | None:
 
 
 def describe_models(settings: Settings) -> str:
-    """What ``build_models`` would choose, without building it (for /readyz)."""
+    """What ``build_models`` would choose, without building it (for /readyz/workers)."""
     if settings.llm_provider == "offline" or (settings.llm_provider == "auto" and settings.gemini_api_key is None):
         return "extraction and summaries by the offline rule-based fallback (no Gemini key configured)"
     return f"extraction and summaries by gemini/{settings.gemini_model}"

@@ -1,7 +1,7 @@
 """The offline fact extractor: sentence rules over a small gazetteer, no model.
 
 Used when no Gemini key or Vertex project is configured, so the pipeline stays whole;
-it is named ``offline-rules/1`` (``fallback = True``) in logs, /readyz and every fact.
+it is named ``offline-rules/1`` (``fallback = True``) in logs, /readyz/workers and every fact.
 
 What it can do: find *known values* — themes, editors, languages, databases, caches,
 backend and test frameworks, deployment tools, cloud regions, "<N> s timeouts" — in

@@ -99,7 +99,7 @@ class GeminiLLM(LLMClient):
             timeout=int(timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
         )
-        # Keep a reference: an inline client is closed before its call returns (docs/measurements.md).
+        # Keep a reference: an inline client is closed before its call returns (docs/benchmarks.md).
         self._client = genai.Client(api_key=api_key, http_options=options)
 
     async def generate_json(self, *, system: str, prompt: str, schema: dict[str, Any]) -> LLMResult:

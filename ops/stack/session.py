@@ -11,15 +11,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import psycopg
 
 from memstream.errors import StackError
 from memstream.settings import Settings
 from ops.stack.process import free_port
+from ops.stack.readiness import not_ready
 from ops.stack.state import gateway_url, read_state, with_running_stack
 from ops.stack.supervisor import EmbeddedStack
 from sinks.postgres.api_keys import create_key
+from streams.heartbeat import WORKER_ROLES, WorkerRole
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +33,15 @@ class StackSession:
     workers: int
 
 
-def wait_ready(url: str, *, timeout_s: float = 120.0, without: tuple[str, ...] = ()) -> None:
-    """Until /readyz passes, or passes but for the checks named in ``without``."""
+def wait_ready(url: str, *, timeout_s: float = 120.0, roles: Sequence[WorkerRole] = WORKER_ROLES) -> None:
+    """Until the gateway at ``url`` is ready and every role in ``roles`` has a live worker."""
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
-        try:
-            response = httpx.get(f"{url}/readyz", timeout=3)
-            checks = response.json().get("checks", {})
-            if response.status_code == 200 or (
-                checks and all(c["ok"] for name, c in checks.items() if name not in without)
-            ):
-                return
-            last = response.text
-        except httpx.HTTPError as exc:
-            last = repr(exc)
+        why = not_ready(url, roles=roles)
+        if why is None:
+            return
+        last = why
         time.sleep(0.25)
     raise StackError(f"{url} not ready after {timeout_s:.0f} s: {last}")
 
@@ -77,7 +72,7 @@ def stack_session(settings: Settings, *, workers: int = 1, memory: bool = True) 
             resolved = stack.start_services()
             stack.start_apps(resolved, worker=True, gateway=True, memory=memory, workers=workers, log_to_files=True)
             url = gateway_url(resolved)
-            wait_ready(url, without=() if memory else ("memory_worker",))
+            wait_ready(url, roles=WORKER_ROLES if memory else ("ingest",))
             yield StackSession(resolved, url, private=True, workers=workers)
         finally:
             stack.stop()

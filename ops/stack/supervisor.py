@@ -14,23 +14,24 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
-import httpx
-
 from memstream.embedder.factory import embedding_identity
 from memstream.errors import StackError
-from memstream.settings import Settings
+from memstream.settings import ConfigurationError, Settings
 from ops.stack.broker import EmbeddedBroker
 from ops.stack.lockdown import UMASK, lock_down
 from ops.stack.postgres import APP_ROLE, EmbeddedPostgres
 from ops.stack.process import ManagedProcess, free_port
+from ops.stack.readiness import not_ready
 from ops.stack.redis import EmbeddedRedis
 from ops.stack.state import clear_state, gateway_url, settings_env, write_state
 from sinks.postgres.migrate import apply_migrations
 from sinks.postgres.vector_index import ensure_vector_index
 from streams.defects import EXIT_DEFECT
+from streams.heartbeat import WorkerRole
 from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,11 @@ class EmbeddedStack:
         lock_down(s.data_dir)  # 0700, files 0600: also a data dir an older memstream left open
         updates: dict[str, object] = {}
         if not s.kafka_bootstrap_servers:
+            if s.kafka_security_protocol != "PLAINTEXT":
+                raise ConfigurationError(
+                    f"MEMSTREAM_KAFKA_SECURITY_PROTOCOL={s.kafka_security_protocol} needs your own Kafka: set "
+                    "MEMSTREAM_KAFKA_BOOTSTRAP_SERVERS (the embedded broker speaks PLAINTEXT only)"
+                )
             self.broker = EmbeddedBroker(port=s.embedded_broker_port or free_port(), log_dir=self.log_dir)
             self.broker.start()
             updates |= {
@@ -198,24 +204,25 @@ def prepare_storage(settings: Settings, *, app_role: str | None) -> None:
     asyncio.run(
         ensure_topics(
             settings.require_kafka(),
+            security=settings.kafka_security(),
             partitions=settings.topic_partitions,
             replication_factor=settings.topic_replication_factor,
         )
     )
 
 
-def _wait_ready(url: str, stop: threading.Event, timeout_s: float = 120.0) -> None:
+def _wait_ready(url: str, roles: Sequence[WorkerRole], stop: threading.Event, timeout_s: float = 120.0) -> None:
+    """Say when the gateway is ready and a worker of each role started consumes (or what is not)."""
     started = time.monotonic()
+    why: str | None = "no answer yet"
     while not stop.is_set() and time.monotonic() - started < timeout_s:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=3).status_code == 200:
-                log.info("memstream is ready at %s (%.1f s)", url, time.monotonic() - started)
-                return
-        except httpx.HTTPError:
-            pass
+        why = not_ready(url, roles=roles)
+        if why is None:
+            log.info("memstream is ready at %s (%.1f s)", url, time.monotonic() - started)
+            return
         stop.wait(0.5)
     if not stop.is_set():
-        log.warning("%s/readyz is not ready after %.0f s; see the logs above", url, timeout_s)
+        log.warning("%s is not ready after %.0f s (%s); see the logs above", url, timeout_s, why)
 
 
 def run_up(settings: Settings, *, worker: bool = True, gateway: bool = True) -> int:
@@ -243,7 +250,8 @@ def run_up(settings: Settings, *, worker: bool = True, gateway: bool = True) -> 
         if stack.metrics_urls:
             log.info("metrics: %s", " ".join(f"{name}={url}" for name, url in stack.metrics_urls.items()))
         if gateway:
-            threading.Thread(target=_wait_ready, args=(gateway_url(resolved), stop), daemon=True).start()
+            roles: tuple[WorkerRole, ...] = ("ingest", "memory") if worker else ("memory",)  # start_apps' roles
+            threading.Thread(target=_wait_ready, args=(gateway_url(resolved), roles, stop), daemon=True).start()
         while not stop.wait(0.5):
             stack.supervise()
         return 0

@@ -1,7 +1,7 @@
 """Idempotent bulk writes: binary COPY into a temp table, then INSERT ... ON CONFLICT DO NOTHING,
 one tenant at a time under row-level security.
 
-Binary COPY is the fastest way in (docs/measurements.md: ~35k rows/s with a generated tsvector,
+Binary COPY is the fastest way in (docs/benchmarks.md: ~35k rows/s with a generated tsvector,
 5x text COPY for vectors), and the conflict clause on the event id makes a redelivered
 batch a no-op, so at-least-once delivery never duplicates. A batch may hold many
 tenants: the staged rows are moved tenant by tenant, each with ``app.tenant_id`` set

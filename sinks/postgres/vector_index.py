@@ -1,10 +1,10 @@
-"""The vector-index strategy of episodic memory, chosen by measurement (see README).
+"""The vector-index strategy of episodic memory, chosen by measurement (docs/memory-and-retrieval.md).
 
 ``exact``: no ANN index; a query scans one user's rows (through ``episodes_owner``)
 and computes exact distances. Ingest is not slowed by index maintenance.
 ``hnsw``: a partial HNSW index per embedding model, on ``embedding::vector(dim)``.
 ``auto`` (the default): no index until some user has ``hnsw_min_episodes`` episodes (the
-index slows every insert: 27 % at 30,000 rows, docs/measurements.md); then ``memstream
+index slows every insert: 27 % at 30,000 rows, docs/benchmarks.md); then ``memstream
 migrate``, ``memstream up`` or the memory worker's hourly maintenance builds it, and the
 gateway uses it for the users past the line (``choose_scan``), scanning smaller ones exactly.
 """

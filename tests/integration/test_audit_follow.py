@@ -48,8 +48,9 @@ async def follow(stack: RunningStack, group: str, tenant: str, **run: Any) -> tu
         seen.append(int(r["seq"]))
 
     follower = AuditFollower(
-        stack.settings.require_kafka(), group_id=group, tenant=tenant, from_beginning=True, session_timeout_s=4.0
-    )
+        stack.settings.require_kafka(), security=stack.settings.kafka_security(), group_id=group, tenant=tenant,
+        from_beginning=True, session_timeout_s=4.0,
+    )  # fmt: skip
     stats = await follower.run(handle, **{"idle_exit_s": 2.0, **run})
     return seen, stats
 

@@ -20,11 +20,14 @@ from ops.stack.process import free_port
 
 
 def wait_ready(up: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """The gateway serves (/readyz) and both worker roles consume (/readyz/workers)."""
     started = time.monotonic()
     while time.monotonic() - started < 60:
         assert up.poll() is None, log.read_text()
         try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+            if all(
+                httpx.get(f"{url}{probe}", timeout=2).status_code == 200 for probe in ("/readyz", "/readyz/workers")
+            ):
                 return
         except httpx.HTTPError:
             pass

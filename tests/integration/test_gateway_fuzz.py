@@ -101,9 +101,9 @@ async def test_no_input_makes_the_gateway_fail(
         content=content,
         headers={"content-type": content_type},
     )
-    # /readyz answers 503 while a worker it checks is not running (this test starts none):
+    # /readyz/workers answers 503 while a worker role is not running (this test starts none):
     # a readiness answer, not a failure, and it must still be the JSON report.
-    readiness = template == "/readyz" and response.status_code == 503 and "checks" in response.json()
+    readiness = template == "/readyz/workers" and response.status_code == 503 and "roles" in response.json()
     assert response.status_code < 500 or readiness, (method, template, params, payload, response.text)
     if response.status_code >= 400 and not readiness:
         error = response.json()["error"]

@@ -47,8 +47,8 @@ def conformance_gateway(stack: RunningStack) -> Iterator[Served]:
 def test_the_openapi_document_describes_what_the_gateway_does(
     stack: RunningStack, conformance_gateway: Served, running_memory_worker: WorkerHandle, tenant: str, tmp_path: Path
 ) -> None:
-    """(Both workers run, so that /readyz answers 200: its 503 is documented, but schemathesis
-    counts any 5xx as a failure.)"""
+    """(Both workers run, so that /readyz/workers answers 200: its 503 is documented, but
+    schemathesis counts any 5xx as a failure.)"""
     key = stack.key(tenant)  # a tenant-level key with every scope
     examples = int(os.environ.get("MEMSTREAM_SCHEMATHESIS_EXAMPLES", CI_EXAMPLES))
     seed = int(os.environ.get("MEMSTREAM_SCHEMATHESIS_SEED", SEED))

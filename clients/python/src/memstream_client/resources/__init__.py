@@ -60,4 +60,6 @@ ENDPOINTS: dict[str, Endpoint[Any, Any]] = {
 }
 
 #: Gateway operations the SDK leaves out: probes for orchestrators and Prometheus, not agents.
-EXCLUDED: frozenset[tuple[str, str]] = frozenset({("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics")})
+EXCLUDED: frozenset[tuple[str, str]] = frozenset(
+    {("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/readyz/workers"), ("GET", "/metrics")}
+)

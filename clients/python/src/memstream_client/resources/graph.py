@@ -14,7 +14,8 @@ def neighbors(
     entity: str, *, depth: int | None = None, direction: Direction | None = None, user_id: str | None = None
 ) -> RequestParts:
     """Entities within ``depth`` hops of ``entity`` (gateway default 1, following outgoing
-    edges), each with the shortest path found; ``user_id`` limits them to one user's graph."""
+    edges), each with the shortest path found; ``user_id`` limits them to one user's graph (a key
+    bound to an agent must name one: without it the walk spans every user of the tenant)."""
     return RequestParts(query=query_params(entity=entity, depth=depth, direction=direction, user_id=user_id))
 
 
