@@ -60,7 +60,8 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> int:
     from ops.stack.state import with_running_stack
     from ops.stack.supervisor import prepare_storage
 
-    prepare_storage(with_running_stack(settings), app_role=settings.database_app_role)
+    resolved = with_running_stack(settings)  # a running embedded stack names its app role
+    prepare_storage(resolved, app_role=resolved.database_app_role)
     return 0
 
 

@@ -85,13 +85,15 @@ class EmbeddedStack:
             updates |= {
                 "database_url": self.postgres.app_url,
                 "database_owner_url": self.postgres.owner_url,
+                # In the stack's state too: `memstream migrate` against it grants to this role.
+                "database_app_role": APP_ROLE,
             }
         if s.redis_url is None:
             self.redis = EmbeddedRedis(s.data_dir, port=s.embedded_redis_port or free_port(), log_dir=self.log_dir)
             self.redis.start()
             updates["redis_url"] = self.redis.url
         resolved = Settings(**{**s.model_dump(), **updates})
-        prepare_storage(resolved, app_role=APP_ROLE if self.postgres else resolved.database_app_role)
+        prepare_storage(resolved, app_role=resolved.database_app_role)
         return resolved
 
     # -- worker and gateway -------------------------------------------------------------

@@ -30,7 +30,8 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "episode_terms": ("SELECT",),
     "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "edges": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-    "skills": ("SELECT", "INSERT", "UPDATE"),
+    # INSERT: a skill's first outcome (ON CONFLICT DO NOTHING); its counters are in skill_runs.
+    "skills": ("SELECT", "INSERT"),
     "skill_runs": ("SELECT", "INSERT"),
     "tenants": ("SELECT", "INSERT"),
     "erasures": ("SELECT",),
@@ -113,12 +114,16 @@ def grant_app_role(conn: psycopg.Connection[tuple[object, ...]], role: str) -> N
     ident = sql.Identifier(role)
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(ident))
     conn.execute(sql.SQL("GRANT SELECT ON memstream_migrations TO {}").format(ident))
-    for table, privileges in APP_PRIVILEGES.items():
-        conn.execute(
-            sql.SQL("GRANT {} ON {} TO {}").format(
-                sql.SQL(", ").join(sql.SQL(p) for p in privileges), sql.Identifier(table), ident
+    # Exactly the listed privileges: what an earlier version granted and this one no longer
+    # needs is taken back (in one transaction, so a running app never sees a table without them).
+    with conn.transaction():
+        for table, privileges in APP_PRIVILEGES.items():
+            conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(sql.Identifier(table), ident))
+            conn.execute(
+                sql.SQL("GRANT {} ON {} TO {}").format(
+                    sql.SQL(", ").join(sql.SQL(p) for p in privileges), sql.Identifier(table), ident
+                )
             )
-        )
     for function in APP_FUNCTIONS:
         conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), ident))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import orjson
 import psutil
+import psycopg
 
 from ops.stack.process import free_port
 
@@ -107,6 +108,14 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
 
         up = subprocess.Popen([sys.executable, "-m", "ops", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_ready(up, url, log_path)
+        # `memstream migrate` against the running stack grants the app role what it needs again.
+        owner_url = orjson.loads((tmp_path / "data" / "stack.json").read_bytes())["env"]["MEMSTREAM_DATABASE_OWNER_URL"]
+        with psycopg.connect(owner_url, autocommit=True) as conn:
+            conn.execute("REVOKE SELECT ON episodes FROM memstream_app")
+        migrated = subprocess.run(
+            [sys.executable, "-m", "ops", "migrate"], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
         created = subprocess.run(
             [sys.executable, "-m", "ops", "keys", "create", "--tenant", "demo", "--scopes", "read"],
             env=env, capture_output=True, text=True, check=True,
