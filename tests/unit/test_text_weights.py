@@ -53,3 +53,10 @@ def test_a_lexeme_becomes_a_literal_tsquery_term() -> None:
     assert tsquery_term("poetri") == "'poetri'"
     assert tsquery_term("o'neil") == "'o''neil'"
     assert tsquery_term("a\\b") == "'a\\\\b'"
+
+
+def test_with_an_owner_tag_the_query_asks_for_that_owners_lexemes() -> None:
+    weights = term_weights(1_000_000, {"deploy": 40_000, "servic": 30_000, "it's": 2})
+    assert weights.tsquery("0123456789abcdef") == "'0123456789abcdef:it''s'"
+    both = term_weights(100, {"deploy": 40, "servic": 30})
+    assert both.tsquery("tag") == "'tag:deploy' & 'tag:servic'"

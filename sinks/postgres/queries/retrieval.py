@@ -202,7 +202,8 @@ _TERMS_SQL = (
     " (SELECT coalesce(sum(c.episodes), 0) FROM episode_counts c"
     "   WHERE c.tenant_id = %(tenant_id)s AND c.user_id = %(user_id)s) AS n,"
     " (SELECT coalesce(sum(t.df), 0) FROM episode_terms t"
-    "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df"
+    "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df,"
+    " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag"
     " FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme)"
 )
 #: Episodes holding any selective lexeme, scored by the IDF of the lexemes they hold (BM25
@@ -216,7 +217,7 @@ _TERMS_SQL = (
 _EPISODE_TEXT_SQL = (
     "SELECT {cols}, m.idf + 0.01 * ts_rank_cd(tsv, %(any)s::tsquery) AS text_rank FROM ("
     "SELECT tenant_id, event_id, {score} AS idf FROM ("
-    "SELECT tenant_id, event_id, created_at, tsv FROM episodes WHERE {where} AND tsv @@ %(filter)s::tsquery"
+    "SELECT tenant_id, event_id, created_at, tsv FROM episodes WHERE {where} AND owner_tsv @@ %(filter)s::tsquery"
     " LIMIT %(scan)s) AS s ORDER BY idf DESC, created_at DESC LIMIT %(tie_break)s) AS m"
     " JOIN episodes USING (tenant_id, event_id)"
     " ORDER BY text_rank DESC, created_at DESC LIMIT %(limit)s"
@@ -259,8 +260,11 @@ class TermWeights:
     #: Candidates must hold every selective lexeme (not any): no single one is rare enough.
     all_of: bool = False
 
-    def tsquery(self) -> str:
-        return (" & " if self.all_of else " | ").join(tsquery_term(t) for t in self.selective)
+    def tsquery(self, owner_tag: str | None = None) -> str:
+        """The selective lexemes as a tsquery; with ``owner_tag``, as the owner's lexemes
+        (``episodes.owner_tsv``, migration 0012: postings of one user)."""
+        prefix = f"{owner_tag}:" if owner_tag else ""
+        return (" & " if self.all_of else " | ").join(tsquery_term(prefix + t) for t in self.selective)
 
 
 def term_weights(n_docs: int, df: dict[str, int], *, budget: int = SELECTED_ROWS) -> TermWeights:
@@ -313,7 +317,7 @@ def _episode_text_sql(lexemes: int) -> str:
 
 
 async def _episode_text(
-    cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], df: dict[str, int], n_docs: int
+    cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], df: dict[str, int], n_docs: int, owner_tag: str
 ) -> list[dict[str, Any]]:
     weights = term_weights(n_docs, df)
     if n_docs == 0 or not weights.selective:
@@ -332,7 +336,7 @@ async def _episode_text(
             **{f"t{i}": tsquery_term(t) for i, t in enumerate(scored)},
             **{f"w{i}": weights.idf[t] for i, t in enumerate(scored)},
             "any": " | ".join(tsquery_term(t) for t in sorted(df)),
-            "filter": weights.tsquery(),
+            "filter": weights.tsquery(owner_tag),
             "tie_break": TIE_BREAK * int(params["limit"]),
             "scan": ALL_OF_ROWS if weights.all_of else SELECTED_ROWS,
         },
@@ -481,7 +485,9 @@ async def candidate_lists(
         df = {str(r["lexeme"]): int(r["df"]) for r in terms}
         for kind in kinds:
             if kind == "episode":
-                rows = await _episode_text(terms_cursor, text_params, df, int(terms[0]["n"]))
+                rows = await _episode_text(
+                    terms_cursor, text_params, df, int(terms[0]["n"]), str(terms[0]["owner_tag"])
+                )
             else:
                 rows = await matched[kind].fetchall()
             by_kind.append([_candidate(kind, r) for r in rows])
