@@ -156,6 +156,9 @@ def create_app(settings: Settings) -> FastAPI:
         # the explorer keeps its key): off unless asked for. /openapi.json is always served.
         docs_url="/docs" if settings.gateway_docs else None,
         redoc_url="/redoc" if settings.gateway_docs else None,
+        # A path with a stray slash is a 404, not a redirect: Starlette's redirect names the
+        # Host header's host and would answer before any key or token is checked.
+        redirect_slashes=False,
     )
     install_error_handlers(app)
     # The guard (body caps, timeouts, authentication before any body is read) runs inside the

@@ -121,8 +121,9 @@ class Authenticator:
         self.hits = 0
         self.misses = 0
 
-    async def _charge_address(self, request: HTTPConnection) -> None:
-        """Spend a token of the caller's address; 429 when it has none left."""
+    async def charge_address(self, request: HTTPConnection) -> None:
+        """Spend a token of the caller's address; 429 when it has none left. Every refused
+        credential pays it: an API key here, the ops token in ``RequestGuard``."""
         rate, burst = self.settings.addr_rate_limit_per_s, self.settings.addr_rate_limit_burst
         verdict = await self.limiter.take("addr", client_address(request), rate_per_s=rate, burst=burst)
         if not verdict.allowed:
@@ -188,7 +189,7 @@ class Authenticator:
 
         async def refuse(error: ApiError) -> ApiError:
             if not charged:
-                await self._charge_address(request)  # 429 instead, once the address's bucket is empty
+                await self.charge_address(request)  # 429 instead, once the address's bucket is empty
             return error
 
         try:
@@ -216,7 +217,7 @@ class Authenticator:
             # are charged by ``refuse`` if the key turns out not to be valid.
             proved = known is not None and known[1].matches(secret)
             record, charged = await self._shared_lookup(
-                key_id, None if proved else lambda: self._charge_address(request)
+                key_id, None if proved else lambda: self.charge_address(request)
             )
         if record is None or not record.matches(secret):
             raise await refuse(_unauthorized("unknown API key"))

@@ -122,7 +122,9 @@ class RequestGuard:
         if self.settings.ops_token is not None and operational(scope["path"]):
             refused = ops_refusal(headers, self.settings.ops_token)
             if refused is not None:
-                _count_refusal(scope, 401)
+                # A wrong token costs the address what a wrong API key does (429 once it keeps failing).
+                refused = await self._charged(scope, receive) or refused
+                _count_refusal(scope, refused.status_code)
                 await _answer(scope, send, refused, close=has_body)
                 return
         held: Principal | None = None
@@ -201,20 +203,36 @@ class RequestGuard:
     async def _authenticate(self, scope: Scope, receive: Receive) -> Response | None:
         """None once the caller is authenticated (the principal is left in the scope), else
         the error response, made by the app's own exception handlers (401, 429, 503, ...)."""
-        app = scope["app"]
         try:
             connection = HTTPConnection(scope)
             scope[PRINCIPAL_SCOPE_KEY] = await gateway_state(connection).auth.authenticate(connection)
         except Exception as exc:
-            handler = _handler_for(app, exc)
-            if handler is None:
-                raise
-            response = handler(Request(scope, receive), exc)
-            if inspect.isawaitable(response):
-                response = await response
-            assert isinstance(response, Response)
-            return response
+            return await _handled(scope, receive, exc)
         return None
+
+    async def _charged(self, scope: Scope, receive: Receive) -> Response | None:
+        """None while the caller's address may still fail, else its 429 (or 503 without Redis).
+        An app not started (no lifespan: no stores, nothing served) has no bucket to charge."""
+        if getattr(scope["app"].state, "gateway", None) is None:
+            return None
+        try:
+            connection = HTTPConnection(scope)
+            await gateway_state(connection).auth.charge_address(connection)
+        except Exception as exc:
+            return await _handled(scope, receive, exc)
+        return None
+
+
+async def _handled(scope: Scope, receive: Receive, exc: Exception) -> Response:
+    """The app's own exception handler's answer to ``exc`` (re-raised when it has none)."""
+    handler = _handler_for(scope["app"], exc)
+    if handler is None:
+        raise exc
+    response = handler(Request(scope, receive), exc)
+    if inspect.isawaitable(response):
+        response = await response
+    assert isinstance(response, Response)
+    return response
 
 
 def _count_refusal(scope: Scope, status: int) -> None:

@@ -3,6 +3,8 @@ the refusals), the probes stay open, and an API key does not open /metrics."""
 
 from __future__ import annotations
 
+import httpx
+from fastapi import FastAPI
 from pydantic import SecretStr
 
 from agents_gateway.app import create_app
@@ -11,6 +13,11 @@ from tests.fixtures.stack import RunningStack, client_for
 from tests.integration.scrape import Scrape
 
 TOKEN = "ops-token-" + "7" * 32
+
+
+def client_at(app: FastAPI, address: str) -> httpx.AsyncClient:
+    """A client of the in-process gateway, connecting from ``address``."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=(address, 40000)), base_url="http://gateway")
 
 
 async def test_metrics_answer_the_ops_token_only(stack: RunningStack, tenant: str) -> None:
@@ -25,3 +32,32 @@ async def test_metrics_answer_the_ops_token_only(stack: RunningStack, tenant: st
             assert Scrape(scraped.text).value("memstream_gateway_auth_failures_total", status="401") >= 3
             assert (await anonymous.get("/readyz")).status_code == 200, "the probes need no token"
             assert (await anonymous.get("/healthz")).status_code == 200
+
+
+async def test_wrong_ops_tokens_cost_the_address_like_wrong_keys(stack: RunningStack, tenant: str) -> None:
+    """Guessing the token is throttled per address as guessing a key is: 401s, then 429s; the
+    right token from another address still gets in."""
+    burst = 3
+    overrides = {"ops_token": SecretStr(TOKEN), "addr_rate_limit_burst": burst, "addr_rate_limit_per_s": 0.05}
+    app = create_app(Settings(**{**stack.settings.model_dump(), **overrides}))
+    guesser, operator = f"10.77.{len(tenant)}.{ord(tenant[-1])}", "10.78.0.1"
+    async with app.router.lifespan_context(app):
+        async with client_at(app, guesser) as guessing, client_at(app, operator) as operating:
+            statuses = [
+                (await guessing.get("/metrics", headers={"authorization": f"Bearer guess-{i}"})).status_code
+                for i in range(2 * burst)
+            ]
+            assert statuses[:burst] == [401] * burst and statuses[-2:] == [429, 429], statuses
+            refused = await guessing.get("/metrics", headers={"authorization": "Bearer again"})
+            assert refused.json()["error"]["code"] == "address_rate_limited"
+            assert int(refused.headers["retry-after"]) >= 1
+            assert (await operating.get("/metrics", headers={"authorization": f"Bearer {TOKEN}"})).status_code == 200
+
+
+async def test_a_stray_slash_is_a_404_not_a_redirect_to_the_host_header(stack: RunningStack, tenant: str) -> None:
+    app = create_app(Settings(**{**stack.settings.model_dump(), "ops_token": SecretStr(TOKEN)}))
+    async with app.router.lifespan_context(app), client_for(app, None) as anonymous:
+        for path in ("/metrics/", "/openapi.json/", "/v1/whoami/", "/v1/search/", "/healthz/"):
+            response = await anonymous.get(path, headers={"host": "evil.example"})
+            assert response.status_code == 404, (path, response.status_code)
+            assert "location" not in response.headers, path
