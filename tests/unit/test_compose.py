@@ -62,7 +62,7 @@ def test_every_memstream_variable_is_a_real_setting() -> None:
 
 # --- secrets: none has a default; the Kafka security example validates --------------------
 
-SECRETS = ("POSTGRES_PASSWORD", "MEMSTREAM_OWNER_PASSWORD", "MEMSTREAM_APP_PASSWORD")
+SECRETS = ("POSTGRES_PASSWORD", "MEMSTREAM_OWNER_PASSWORD", "MEMSTREAM_APP_PASSWORD", "MEMSTREAM_REDIS_PASSWORD")
 _REFERENCE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}")
 
 
@@ -118,6 +118,9 @@ def test_the_default_and_the_sasl_ssl_example_make_valid_settings(monkeypatch: p
                                      for k, v in service_env(compose(), "gateway", secrets).items()})  # fmt: skip
     assert plain.kafka_security().client_kwargs() == {"security_protocol": "PLAINTEXT"}
     assert plain.require_database_url().endswith(":memstream_app_password-value@postgres:5432/memstream")
+    assert plain.require_redis_url() == "redis://:memstream_redis_password-value@valkey:6379/0"
+    valkey = compose()["services"]["valkey"]
+    assert interpolate(" ".join(valkey["command"]), secrets).endswith("--requirepass memstream_redis_password-value")
 
     managed = {
         **secrets,
