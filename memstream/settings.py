@@ -566,9 +566,10 @@ OTHER_VARIABLES: frozenset[str] = frozenset(
         "MEMSTREAM_AGENT_ID",
         "MEMSTREAM_PROJECT_ID",
         "MEMSTREAM_SESSION_ID",
-        # docker-compose.yml and deploy/postgres-init.sh: the database roles' passwords
+        # docker-compose.yml and deploy/postgres-init.sh: the database roles' and Valkey's passwords
         "MEMSTREAM_APP_PASSWORD",
         "MEMSTREAM_OWNER_PASSWORD",
+        "MEMSTREAM_REDIS_PASSWORD",
         # the Makefile, the test suite and the benches
         "MEMSTREAM_BROWSER_TESTS",
         "MEMSTREAM_CHROMIUM",

@@ -9,7 +9,9 @@ without near-duplicates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -73,14 +75,53 @@ async def _one_query(
     return adjust(scored, spec.ranking, now), candidates
 
 
+#: Another connection of the same tenant for a sub-query, if one is free right now (None: no).
+SpareConnection = Callable[[], AbstractAsyncContextManager[psycopg.AsyncConnection[Any] | None]]
+
+
 async def hybrid_search(
-    conn: psycopg.AsyncConnection[Any], spec: SearchSpec, embedder: Embedder, *, now: datetime
+    conn: psycopg.AsyncConnection[Any],
+    spec: SearchSpec,
+    embedder: Embedder,
+    *,
+    now: datetime,
+    spare: SpareConnection | None = None,
 ) -> list[Hit]:
-    """The top ``spec.k`` memories for the (sub-)queries (the caller set the tenant)."""
+    """The top ``spec.k`` memories for the (sub-)queries (the caller set the tenant).
+
+    With ``spare``, sub-queries run side by side on the connections it can lend at once (a
+    context question is about two): Postgres answers them on as many cores, so a compound
+    question costs about one sub-query's time when the machine is not busy. When the pool has
+    nothing idle they run one after another on ``conn``, as without it."""
     embeddings = await embedder.embed(list(spec.queries))
+    jobs = list(zip(spec.queries, embeddings, strict=True))
+    results: list[tuple[list[Scored], dict[tuple[str, Any], Candidate]] | None] = [None] * len(jobs)
+
+    async def lane(lane_conn: psycopg.AsyncConnection[Any], indices: range) -> None:
+        for i in indices:
+            query, embedding = jobs[i]
+            results[i] = await _one_query(lane_conn, spec, query, embedding, model=embedder.model_name, now=now)
+
+    async with AsyncExitStack() as lent:
+        conns = [conn]
+        while spare is not None and len(conns) < len(jobs):
+            extra = await lent.enter_async_context(spare())
+            if extra is None:
+                break
+            conns.append(extra)
+        if len(conns) == 1:
+            await lane(conn, range(len(jobs)))
+        else:
+            try:
+                async with asyncio.TaskGroup() as lanes:  # one fails: the others are cancelled
+                    for first, lane_conn in enumerate(conns):
+                        lanes.create_task(lane(lane_conn, range(first, len(jobs), len(conns))))
+            except ExceptionGroup as failed:  # the first failure, as a single lane would raise it
+                raise failed.exceptions[0]  # noqa: B904
     merged: dict[tuple[str, Any], Hit] = {}
-    for index, (query, embedding) in enumerate(zip(spec.queries, embeddings, strict=True)):
-        scored, candidates = await _one_query(conn, spec, query, embedding, model=embedder.model_name, now=now)
+    for index, result in enumerate(results):
+        assert result is not None
+        scored, candidates = result
         best = scored[0].score if scored else 1.0
         for item in scored:
             if len(spec.queries) > 1 and best:  # each sub-query's best counts the same

@@ -15,7 +15,7 @@ from agents_gateway.models import ContextOut, ContextSectionOut, DecompositionOu
 from agents_gateway.retrieval.context import item, pack
 from agents_gateway.retrieval.decomposition import Decomposition, Method, decompose
 from agents_gateway.retrieval.ranking import RankingOptions
-from agents_gateway.retrieval.search import Hit, SearchSpec, hybrid_search
+from agents_gateway.retrieval.search import Hit, SearchSpec, SpareConnection, hybrid_search
 from agents_gateway.state import GatewayState
 from sinks.postgres.event_log import previous_session
 from sinks.postgres.queries.facts import FactRow, facts_as_of
@@ -44,6 +44,7 @@ async def search(
     agent_id: str | None,
     now: datetime | None = None,
     totals: OwnerTotals | None = None,
+    spare: SpareConnection | None = None,
 ) -> tuple[list[Hit], Decomposition, VectorScan]:
     now = now or datetime.now(UTC)
     settings = state.settings
@@ -81,7 +82,7 @@ async def search(
         scan=scan,
         text_config=tenant.text_search_config or settings.text_search_config,
     )  # fmt: skip
-    hits = await hybrid_search(conn, spec, state.embedder, now=now)
+    hits = await hybrid_search(conn, spec, state.embedder, now=now, spare=spare)
     state.access.note(
         filters.tenant_id,
         episodes=[h.candidate.id for h in hits if h.candidate.kind == "episode"],
@@ -171,6 +172,7 @@ async def build_context(
     query: str | None,
     budget: int,
     method: Method,
+    spare: SpareConnection | None = None,
 ) -> ContextOut:
     facts = _fact_lines(await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id))
     view = await state.buffers.view(SessionRef(tenant_id, user_id, session_id))
@@ -196,6 +198,7 @@ async def build_context(
             toggles=Toggles(),
             agent_id=agent_id,
             totals=totals,
+            spare=spare,
         )
         floor = state.settings.context_min_similarity
         hits = relevant_only(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -13,7 +14,7 @@ from agents_gateway.retrieval.service import build_context
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import Gateway
 from schemas.turns import MAX_IDENTIFIER
-from sinks.postgres.tenancy import tenant_transaction
+from sinks.postgres.tenancy import idle_tenant_transaction, tenant_transaction
 
 router = APIRouter(tags=["context"])
 
@@ -40,4 +41,6 @@ async def get_context(
         return await build_context(
             state, conn, tenant_id=principal.tenant_id, agent_id=principal.agent_id, user_id=user_id,
             session_id=session_id, project_id=project_id, query=query or None, budget=budget, method=decompose,
+            spare=partial(idle_tenant_transaction, state.pool, principal.tenant_id, agent_id=principal.agent_id,
+                          actor=principal.key_id),
         )  # fmt: skip

@@ -4,6 +4,7 @@ decay, boosts, MMR), with filters and the parts of every score."""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
@@ -17,7 +18,7 @@ from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import Gateway
 from schemas.turns import MAX_IDENTIFIER
 from sinks.postgres.queries.retrieval import MEMORY_TYPES, Filters
-from sinks.postgres.tenancy import tenant_transaction
+from sinks.postgres.tenancy import idle_tenant_transaction, tenant_transaction
 
 router = APIRouter(tags=["search"])
 
@@ -113,7 +114,9 @@ async def search_memory(
             method=decompose,
             toggles=Toggles(decay=decay, boosts=boosts, mmr=mmr),
             agent_id=principal.agent_id,
-        )
+            spare=partial(idle_tenant_transaction, state.pool, filters.tenant_id, agent_id=principal.agent_id,
+                          actor=principal.key_id),
+        )  # fmt: skip
     return SearchOut(
         query=q, k=k, embedding_model=state.embedder.model_name, decomposition=decomposition_out(decomposition),
         vector_scan=scan, hits=[to_hit(h) for h in hits],

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 _SET = (
     "SELECT set_config('app.tenant_id', %s, true), set_config('app.agent_id', %s, true),"
@@ -38,3 +38,31 @@ async def tenant_transaction(
     async with pool.connection() as conn, conn.transaction():
         await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
         yield conn
+
+
+#: How long ``idle_tenant_transaction`` waits when the pool said it had one idle (another
+#: request may take it first).
+IDLE_WAIT_S = 0.002
+
+
+@asynccontextmanager
+async def idle_tenant_transaction(
+    pool: AsyncConnectionPool, tenant_id: str, *, agent_id: str | None = None, actor: str = ""
+) -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
+    """``tenant_transaction`` on a connection the pool has idle now, else None: it never
+    queues. A request already holding a connection may use a second for work it can run
+    beside the first, but waiting for one could deadlock requests that each hold one."""
+    if pool.get_stats().get("pool_available", 0) < 1:
+        yield None
+        return
+    try:
+        conn = await pool.getconn(timeout=IDLE_WAIT_S)
+    except PoolTimeout:
+        yield None
+        return
+    try:
+        async with conn.transaction():
+            await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
+            yield conn
+    finally:
+        await pool.putconn(conn)

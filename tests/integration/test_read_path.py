@@ -95,15 +95,23 @@ async def test_the_budget_is_respected_and_the_saving_reported(
     await post_turns(gateway, turns)
     await facts_settled(gateway, "user-1", 0)
 
-    async def landed() -> dict[str, Any] | bool:
-        body = (await gateway.get("/v1/context", params={"user_id": "user-1", "session_id": "s1", "budget": 300,
+    # 200 tokens: less than the relevant memories and the newest turn need together (about 240),
+    # whichever of them rank (polling notes accesses, and access statistics move the ranks).
+    settled: list[dict[str, Any]] = []
+
+    async def landed() -> bool:
+        body = (await gateway.get("/v1/context", params={"user_id": "user-1", "session_id": "s1", "budget": 200,
                                                          "query": "test results"})).json()  # fmt: skip
-        return body if body["naive_tokens"] > 5 * 2000 else False
+        assert body["tokens"] <= 200, body  # the budget holds at every moment, settled or not
+        # Settled: every turn stored (naive_tokens counts the episodes) and the session buffer
+        # trimmed by the worker; until then the newest turns may still all be "recent".
+        if body["naive_tokens"] > 5 * 2000 and sum(s["dropped"] for s in body["sections"]) > 0:
+            settled.append(body)
+        return bool(settled)
 
     await eventually(landed, timeout_s=60)
-    context = await landed()
-    assert isinstance(context, dict)
-    assert context["tokens"] <= 300 and context["saved_tokens"] == context["naive_tokens"] - context["tokens"]
+    context = settled[-1]
+    assert context["tokens"] <= 200 and context["saved_tokens"] == context["naive_tokens"] - context["tokens"]
     assert context["saved_ratio"] > 0.9
     assert sum(s["dropped"] for s in context["sections"]) > 0
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,14 +16,18 @@ from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
 
 from agents_gateway.app import create_app
+from agents_gateway.retrieval.ranking import RankingOptions
+from agents_gateway.retrieval.search import SearchSpec, hybrid_search
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.settings import Settings, VectorIndex
 from schemas.turns import Turn
 from sinks.errors import SchemaNotReadyError
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.migrate import check_text_search_config
+from sinks.postgres.pool import create_pool
 from sinks.postgres.queries import retrieval
 from sinks.postgres.queries.retrieval import Filters, text_candidates, vector_candidates
+from sinks.postgres.tenancy import idle_tenant_transaction, tenant_transaction
 from sinks.postgres.vector_index import ensure_vector_index, index_name
 from tests.fixtures.stack import RunningStack, client_for
 
@@ -33,7 +39,7 @@ async def store(stack: RunningStack, tenant: str, rows: list[dict[str, Any]]) ->
         Turn(
             event_id=uuid.uuid4(),
             tenant_id=tenant,
-            agent_id="a",
+            agent_id=r.get("agent", "a"),
             user_id=r.get("user", "u1"),
             project_id=r.get("project"),
             session_id="s",
@@ -293,3 +299,79 @@ async def test_when_every_word_is_common_the_other_words_still_rank_and_the_scan
         assert best.id in with_wombat[:4]
         monkeypatch.setattr(retrieval, "ALL_OF_ROWS", 3)
         assert len(await text_candidates(conn, scope, "zebra quokka wombat", limit=20)) == 3
+
+
+async def test_sub_queries_side_by_side_find_what_one_after_another_finds(stack: RunningStack, tenant: str) -> None:
+    await store(stack, tenant, [
+        {"content": "We deploy the billing service with rsync over SSH."},
+        {"content": "The dashboard uses a dark theme for the night shift."},
+        {"content": "Deploys go out on Tuesdays after the standup."},
+        {"content": "Alice likes dark mode in every editor."},
+        {"content": "The weather was nice on the hike."},
+    ])  # fmt: skip
+    spec = SearchSpec(
+        filters=Filters(tenant_id=tenant, user_id="u1"), queries=["how do we deploy", "which theme is used"], k=4,
+        candidates=50, vector_weight=1.0, text_weight=1.0, rrf_k=60, ranking=RankingOptions(), scan="exact",
+    )  # fmt: skip
+    now = datetime.now(UTC)
+    pool = create_pool(stack.settings.require_database_url(), name="test-lanes", max_size=3)
+    await pool.open()
+    try:
+        lent: list[bool] = []
+
+        @asynccontextmanager
+        async def spare() -> AsyncIterator[psycopg.AsyncConnection[Any] | None]:
+            async with idle_tenant_transaction(pool, tenant) as conn:
+                lent.append(conn is not None)
+                yield conn
+
+        async with tenant_transaction(pool, tenant) as conn:
+            alone = await hybrid_search(conn, spec, EMBEDDER, now=now)
+            beside = await hybrid_search(conn, spec, EMBEDDER, now=now, spare=spare)
+        assert lent == [True], "the second sub-query had a connection of its own"
+        assert [(h.candidate.id, h.sub_queries) for h in beside] == [(h.candidate.id, h.sub_queries) for h in alone]
+        assert [h.scored.score for h in beside] == pytest.approx([h.scored.score for h in alone])
+        assert {0, 1} <= {i for h in alone for i in h.sub_queries}
+    finally:
+        await pool.close()
+
+
+async def test_a_spare_connection_is_never_waited_for(stack: RunningStack, tenant: str) -> None:
+    """With every connection of the pool held, ``idle_tenant_transaction`` lends none at once
+    (a request waiting for a second connection could deadlock with others doing the same)."""
+    pool = create_pool(stack.settings.require_database_url(), name="test-idle", min_size=1, max_size=1)
+    await pool.open()
+    try:
+        async with tenant_transaction(pool, tenant):
+            started = asyncio.get_running_loop().time()
+            async with idle_tenant_transaction(pool, tenant) as spare:
+                assert spare is None
+            assert asyncio.get_running_loop().time() - started < 1.0
+        async with idle_tenant_transaction(pool, tenant) as spare:
+            assert spare is not None
+            cur = await spare.execute("SELECT current_setting('app.tenant_id')")
+            assert await cur.fetchone() == (tenant,), "a lent connection acts for the tenant"
+    finally:
+        await pool.close()
+
+
+async def test_an_agent_key_sees_only_its_memory_in_every_sub_query(
+    stack: RunningStack, gateway_app: FastAPI, tenant: str
+) -> None:
+    """Sub-queries that run on connections of their own act for the key's agent too."""
+    mine = await store(stack, tenant, [
+        {"content": "Agent b deploys the billing service with rsync.", "agent": "b"},
+        {"content": "Agent b set the dashboard to a dark theme.", "agent": "b"},
+    ])  # fmt: skip
+    await store(stack, tenant, [
+        {"content": "Agent c deploys the billing service with scp, secretly.", "agent": "c"},
+        {"content": "Agent c set the dashboard to a light theme, secretly.", "agent": "c"},
+    ])  # fmt: skip
+    async with client_for(gateway_app, stack.key(tenant, agent="b")) as agent_b:
+        response = await agent_b.get("/v1/search", params={
+            "user_id": "u1", "q": "how is billing deployed; which dashboard theme", "decompose": "rules", "k": 10,
+        })  # fmt: skip
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert len(body["decomposition"]["queries"]) == 2
+    assert {h["id"] for h in body["hits"]} == {str(i) for i in mine}
