@@ -23,6 +23,9 @@ import pytest
 from agents_gateway.permissions import redact_command
 from memstream.privacy import PrivacyPolicy, redact
 
+#: About 14 s of CPU: `make test` (and CI) runs it, `make test-fast` leaves it out.
+pytestmark = pytest.mark.slow
+
 ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
 
 #: (name, unit): the text is ``unit`` repeated.
