@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     embedded_redis_port: int = Field(
         default=6380, description="Port of the embedded Valkey `memstream up` starts on 127.0.0.1 (0 = a free port)."
     )
+    embedded_postgres_shared_buffers_mb: int = Field(
+        default=0,
+        ge=0,
+        description="Shared buffers of the embedded PostgreSQL in MiB (0 = a quarter of the machine's memory, "
+        "between 256 MiB and 8 GiB: reads stay fast while a user's memory fits in them).",
+    )
 
     # --- the event log ------------------------------------------------------------
     topic_partitions: int = Field(

@@ -86,6 +86,24 @@ class PostgresCredentials:
         return creds
 
 
+#: ``shared_buffers`` of the embedded cluster when the settings leave it to the machine: a
+#: quarter of its memory (PostgreSQL's own advice), no less than its old fixed 256 MiB and no
+#: more than 8 GiB. A read that misses the buffers copies the page from the OS page cache: at
+#: 100,000 memories of one user (about 400 MiB with their indexes) 256 MiB made every full-text
+#: query read a thousand pages that way (docs/benchmarks.md).
+SHARED_BUFFERS_MIN_MB = 256
+SHARED_BUFFERS_MAX_MB = 8 * 1024
+
+
+def shared_buffers_mb() -> int:
+    """A quarter of this machine's memory in MiB, within the bounds above."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return SHARED_BUFFERS_MIN_MB
+    return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, total // 4 // (1024 * 1024)))
+
+
 def _running_as_root() -> bool:
     return os.geteuid() == 0
 
@@ -141,8 +159,9 @@ class EmbeddedPostgres(EmbeddedServer):
     port_setting = "EMBEDDED_POSTGRES_PORT"
     bring_your_own = "DATABASE_URL"
 
-    def __init__(self, data_dir: Path, *, port: int, log_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, port: int, log_dir: Path, shared_buffers_mb: int = 256) -> None:
         super().__init__(port=port, log_dir=log_dir)
+        self.shared_buffers_mb = shared_buffers_mb
         self.data_dir = data_dir
         self.pgdata = data_dir / "postgres"
         self.creds = PostgresCredentials.load_or_create(data_dir / "postgres-credentials.json")
@@ -229,7 +248,7 @@ class EmbeddedPostgres(EmbeddedServer):
             "unix_socket_permissions": "0700",
             "log_file_mode": "0600",  # the server's output goes to our 0600 logs/postgres.log
             "max_connections": "200",
-            "shared_buffers": "256MB",
+            "shared_buffers": f"{self.shared_buffers_mb}MB",
             "maintenance_work_mem": "256MB",
             "logging_collector": "off",
         }

@@ -23,7 +23,7 @@ from memstream.errors import StackError
 from memstream.settings import ConfigurationError, Settings
 from ops.stack.broker import EmbeddedBroker
 from ops.stack.lockdown import UMASK, lock_down
-from ops.stack.postgres import APP_ROLE, EmbeddedPostgres
+from ops.stack.postgres import APP_ROLE, EmbeddedPostgres, shared_buffers_mb
 from ops.stack.process import ManagedProcess, free_port
 from ops.stack.readiness import not_ready
 from ops.stack.redis import EmbeddedRedis
@@ -79,8 +79,9 @@ class EmbeddedStack:
             }
         if s.database_url is None:
             self.postgres = EmbeddedPostgres(
-                s.data_dir, port=s.embedded_postgres_port or free_port(), log_dir=self.log_dir
-            )
+                s.data_dir, port=s.embedded_postgres_port or free_port(), log_dir=self.log_dir,
+                shared_buffers_mb=s.embedded_postgres_shared_buffers_mb or shared_buffers_mb(),
+            )  # fmt: skip
             self.postgres.start()
             updates |= {
                 "database_url": self.postgres.app_url,

@@ -22,6 +22,8 @@ from typing import Any
 
 import psycopg
 
+from sinks.postgres.access import erase_access
+
 
 def user_ref(tenant_id: str, user_id: str) -> str:
     """The pseudonymous reference tombstones and audit records use (= SQL memstream_user_ref)."""
@@ -68,6 +70,7 @@ async def erase_user(conn: psycopg.AsyncConnection[Any], user_id: str) -> Erasur
     row = await cur.fetchone()
     if row is None:  # pragma: no cover - the function always returns one row
         raise RuntimeError("memstream_erase_user returned nothing")
+    await erase_access(conn, user_id)
     return Erasure(row[0], row[1], int(row[2]), int(row[3]), list(row[4]))
 
 

@@ -33,6 +33,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from sinks.errors import SinkError
+from sinks.postgres.access import forget_access
 from sinks.postgres.audit import append_audit
 from sinks.postgres.erasure import user_ref
 from sinks.postgres.facts import renumber
@@ -186,6 +187,7 @@ async def forget_memory(
         restored = await unlink_version(conn, tenant_id, found.user_id, found.subject_key, memory_id)
         detail.update(statements=len(found.sources), restored_fact_id=str(restored) if restored else None)
         answer = Forgotten("fact", memory_id, "fact", forgotten_at, repeated=False, restored_fact_id=restored)
+    await forget_access(conn, found.kind, [memory_id])
     await append_audit(
         conn, tenant_id=tenant_id, actor=actor, action="memory.delete", subject=str(memory_id), detail=detail
     )

@@ -17,6 +17,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from sinks.postgres.access import AccessKind, forget_access
 from sinks.postgres.audit import append_audit
 from sinks.postgres.event_log import MAINTENANCE_TOPIC, maintenance_session
 
@@ -101,9 +102,15 @@ async def register_tenants(conn: psycopg.AsyncConnection[Any], tenant_ids: set[s
 
 async def delete_expired(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> dict[str, int]:
     """Rows past ``expires_at`` (already never served) are deleted; audited."""
-    episodes = await conn.execute("DELETE FROM episodes WHERE expires_at <= now()")
-    facts = await conn.execute("DELETE FROM facts WHERE expires_at <= now()")
-    counts = {"episodes": episodes.rowcount, "facts": facts.rowcount}
+    counts = {}
+    expired: tuple[tuple[AccessKind, str], ...] = (
+        ("episode", "DELETE FROM episodes WHERE expires_at <= now() RETURNING event_id"),
+        ("fact", "DELETE FROM facts WHERE expires_at <= now() RETURNING fact_id"),
+    )
+    for kind, statement in expired:
+        gone = [row[0] for row in await (await conn.execute(statement)).fetchall()]
+        await forget_access(conn, kind, gone)
+        counts[f"{kind}s"] = len(gone)
     if any(counts.values()):
         await append_audit(conn, tenant_id=tenant_id, actor="maintenance", action="memory.expire", detail=counts)
     return counts
@@ -244,8 +251,9 @@ SELECT event_id FROM episodes
 WHERE importance * exp(greatest(-700.0, -%(lambda)s * extract(epoch FROM now() - created_at) / 86400.0)) < %(min)s
 """
 _UNACCESSED = """
-SELECT event_id FROM episodes
-WHERE coalesce(last_accessed_at, ingested_at) < now() - make_interval(days => %(days)s)
+SELECT e.event_id FROM episodes e
+LEFT JOIN memory_access a ON a.tenant_id = e.tenant_id AND a.kind = 'episode' AND a.memory_id = e.event_id
+WHERE coalesce(a.last_accessed_at, e.ingested_at) < now() - make_interval(days => %(days)s)
 """
 _OVER_QUOTA = """
 SELECT event_id FROM (
@@ -291,6 +299,7 @@ async def forget(
     doomed = report.forgotten
     if doomed and not dry_run:
         await conn.execute("DELETE FROM episodes WHERE event_id = ANY(%s::uuid[])", (doomed,))
+        await forget_access(conn, "episode", [uuid.UUID(i) for i in doomed])
         await append_audit(
             conn, tenant_id=tenant_id, actor="maintenance", action="memory.forget",
             detail={"count": len(doomed), "rules": {k: len(v) for k, v in report.by_rule.items()},

@@ -23,7 +23,7 @@ _LOCK_KEY = 0x6D656D73  # "mems"
 #: on the event log; its triggers refuse them even for the owner.
 APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "event_log": ("SELECT", "INSERT"),
-    # UPDATE: access statistics and archiving; DELETE: expiry and forgetting.
+    # UPDATE: archiving and re-indexing; DELETE: expiry and forgetting.
     "episodes": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     # Kept by the triggers on episodes (migration 0009): the app only reads them.
     "episode_counts": ("SELECT",),
@@ -44,6 +44,9 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "audit_outbox": ("SELECT", "DELETE"),
     "permission_rules": ("SELECT", "INSERT", "DELETE"),
     "tenant_settings": ("SELECT", "INSERT", "UPDATE"),
+    # Access statistics (migration 0013): a read counts itself (an upsert); they go with their
+    # memory when it is forgotten, expires or its user is erased.
+    "memory_access": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     # Recorded LLM extraction results (migration 0006); replays run as the owner.
     "extractions": ("SELECT", "INSERT"),
 }

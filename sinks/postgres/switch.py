@@ -7,8 +7,8 @@ tenant:
 
 1. counts live rows derived from events the rebuild has not seen (``orphans``: the memory
    worker may be ahead of the event log) — the caller retries later rather than lose them;
-2. carries over what the event log cannot re-derive: access statistics, and episodes whose
-   origin is not in the log (written by hand, or in flight);
+2. carries over what the event log cannot re-derive: episodes whose origin is not in the log
+   (written by hand, or in flight); access statistics live apart (``memory_access``) and stay;
 3. deletes the scope's live rows and copies the rebuilt ones in, skipping users erased
    meanwhile and memories forgotten meanwhile (``forgetting.py``: the version before a fact
    left out takes its place, as it did in the live tables).
@@ -60,7 +60,6 @@ _ALSO_FORGOTTEN = {
     "facts": " AND NOT {live}.memstream_statement_forgotten(s.tenant_id, s.user_id, s.subject_key, s.source_event_id)",
     "edges": " AND EXISTS (SELECT 1 FROM {live}.facts f WHERE f.tenant_id = s.tenant_id AND f.fact_id = s.fact_id)",
 }
-_ACCESS_KEYS = {"episodes": "event_id", "facts": "fact_id"}
 #: Where a row of each table came from, to find the ones the log does not (yet) explain.
 _SOURCES = {
     "facts": "SELECT s.event_id FROM {t} f CROSS JOIN LATERAL unnest(f.sources) AS s(event_id)"
@@ -119,17 +118,9 @@ def _owned(alias: str) -> sql.Composable:
 
 
 async def carry_over(conn: psycopg.AsyncConnection[Any], live: str, shadow: str, scope: SwitchScope) -> int:
-    """Copy what the log cannot re-derive into the shadow: access statistics, and episodes
-    whose origin is not in the log. Returns the episodes carried over."""
-    for name, key in _ACCESS_KEYS.items():
-        await conn.execute(
-            sql.SQL(
-                "UPDATE {s} AS s SET last_accessed_at = l.last_accessed_at, access_count = l.access_count FROM {l} AS l"
-                " WHERE {owned} AND l.tenant_id = s.tenant_id AND l.{key} = s.{key}"
-                " AND (l.last_accessed_at IS NOT NULL OR l.access_count <> 0)"
-            ).format(s=table(shadow, name), l=table(live, name), owned=_owned("s"), key=sql.Identifier(key)),
-            scope.params(),
-        )
+    """Copy what the log cannot re-derive into the shadow: episodes whose origin is not in the
+    log. Returns the episodes carried over. (Access statistics are no projection: they live
+    apart, in ``memory_access``, which no switch touches.)"""
     names = sql.SQL(", ").join(map(sql.Identifier, await columns(conn, live, "episodes")))
     cur = await conn.execute(
         sql.SQL(

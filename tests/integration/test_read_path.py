@@ -211,9 +211,9 @@ async def test_reads_update_access_statistics_off_the_request_path(
     await gateway.get("/v1/search", params={"user_id": "u1", "q": "on-call rota"})
     await gateway_app.state.gateway.access.flush()
     with stack.db(tenant) as conn:
-        row = conn.execute("SELECT access_count, last_accessed_at IS NOT NULL FROM episodes WHERE event_id = %s",
-                           (event,)).fetchone()  # fmt: skip
-    assert row == (1, True)
+        row = conn.execute("SELECT access_count, last_accessed_at IS NOT NULL, user_id FROM memory_access"
+                           " WHERE kind = 'episode' AND memory_id = %s", (event,)).fetchone()  # fmt: skip
+    assert row == (1, True, "u1")
 
 
 async def test_tenant_ranking_weights(gateway: httpx.AsyncClient, stack: RunningStack, tenant: str) -> None:

@@ -143,8 +143,8 @@ async def test_the_running_totals_follow_every_change(
     await upsert_again(stack, tenant, ids)
     with stack.db(tenant) as conn:
         assert recount(conn, tenant) == (counts, terms)
-        # Access statistics touch no counted column; archiving, an edit, sharing and a delete do.
-        conn.execute("UPDATE episodes SET access_count = access_count + 1 WHERE user_id = 'u1'")
+        # An update of no counted column changes nothing; archiving, an edit, sharing and a delete do.
+        conn.execute("UPDATE episodes SET importance = importance WHERE user_id = 'u1'")
         conn.execute("UPDATE episodes SET archived_at = now() WHERE event_id = %s", (ids[SWITCH],))
         conn.execute("UPDATE episodes SET shared = true, token_count = 3 WHERE content LIKE '%%weather%%'")
         conn.execute("DELETE FROM episodes WHERE content LIKE '%%cat%%' AND user_id = 'u1'")

@@ -294,7 +294,7 @@ async def test_when_every_word_is_common_the_other_words_still_rank_and_the_scan
         hits = await text_candidates(conn, scope, "zebra quokka wombat", limit=20)
         assert len(hits) == 8, "the candidates are the turns holding both of the two rarest words"
         assert {h.id for h in hits[:4]} == set(with_wombat[:4]), "a word some candidates hold still counts"
-        # One hit: only the best four by score (TIE_BREAK x 1) are read; the newest four lack "wombat".
+        # One hit: only the best by score is read whole; the newest four lack "wombat".
         (best,) = await text_candidates(conn, scope, "zebra quokka wombat", limit=1)
         assert best.id in with_wombat[:4]
         monkeypatch.setattr(retrieval, "ALL_OF_ROWS", 3)
