@@ -16,7 +16,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
-from agents_gateway.limits import RequestGuard
+from agents_gateway.limits import RequestGuard, configure_protocol
 from agents_gateway.mcp import mount_mcp
 from agents_gateway.metrics import GatewayMetrics, RequestTimer
 from agents_gateway.models import TurnBatchIn, TurnIn
@@ -83,10 +83,12 @@ async def _warn_without_text_index(pool: AsyncConnectionPool) -> None:
 
 
 def create_app(settings: Settings) -> FastAPI:
+    configure_protocol(settings)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool = create_pool(
-            settings.require_database_url(), name="gateway", min_size=1, max_size=16,
+            settings.require_database_url(), name="gateway", min_size=1, max_size=settings.gateway_pool_size,
             text_search_config=settings.text_search_config,
         )  # fmt: skip
         client = redis_client(

@@ -348,14 +348,16 @@ def _raw_error(status: int, phrase: str, code: str, message: str) -> bytes:
     return head.encode() + body
 
 
-def guarded_h11(header_timeout_s: float) -> type[GuardedH11Protocol]:
-    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s})
+def configure_protocol(settings: Settings) -> None:
+    """The header deadline of this process's connections (``create_app`` sets it, in each
+    gateway process: uvicorn's workers import the protocol by name, so it is one class)."""
+    GuardedH11Protocol.header_timeout_s = settings.header_read_timeout_s
 
 
 def server_options(settings: Settings) -> dict[str, Any]:
     """uvicorn.run's keyword arguments for the gateway's limits (docs/api.md, "Request limits")."""
     return {
-        "http": guarded_h11(settings.header_read_timeout_s),
+        "http": f"{GuardedH11Protocol.__module__}:{GuardedH11Protocol.__qualname__}",
         "h11_max_incomplete_event_size": settings.max_header_bytes,
         "timeout_keep_alive": settings.keep_alive_timeout_s,
         "limit_concurrency": settings.gateway_max_concurrency,

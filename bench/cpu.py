@@ -49,10 +49,12 @@ def snapshot() -> dict[str, tuple[str, int]]:
     stats = {entry.name: stat for entry in _PROC.iterdir() if entry.name.isdigit() and (stat := _stat(entry.name))}
     mine, out = str(os.getpid()), {}
     for pid, (_, ticks) in stats.items():
-        ancestor, hops = pid, 0
+        ancestor, hops, group = pid, 0, _group(pid)
         while ancestor not in (mine, "0", "1") and ancestor in stats and hops < 64:
             ancestor, hops = stats[ancestor][0], hops + 1
-        if ancestor == mine and (group := _group(pid)):
+            if group is None and ancestor != mine:  # e.g. a gateway's worker process: its parent's group
+                group = _group(ancestor)
+        if ancestor == mine and group:
             out[pid] = (group, ticks)
     return out
 

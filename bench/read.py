@@ -326,6 +326,7 @@ async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway
     out: dict[str, Any] = {
         "benchmark": "read", "mode": "tenant-scale", "users": args.users, "per_user": args.per_user,
         "memories": args.users * args.per_user, "load_s": round(load_s, 1), "vector_index": settings.vector_index,
+        "gateway_workers": settings.gateway_workers,
         "embedding_model": writers.embedder.model_name, "requests": args.requests, "cpus": os.cpu_count(),
         "search": {},
     }  # fmt: skip
@@ -352,6 +353,7 @@ async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) ->
     out: dict[str, Any] = {
         "benchmark": "read",
         "vector_index": settings.vector_index,
+        "gateway_workers": settings.gateway_workers,
         "embedding_model": writers.embedder.model_name,
         "tokenizer": writers.tokens.name,
         "requests": args.requests,
@@ -396,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--users", type=int, default=0, help="tenant-scale mode: this many users of one tenant")
     parser.add_argument("--per-user", type=int, default=1_000, help="tenant-scale mode: memories of each user")
+    parser.add_argument(
+        "--gateway-workers", type=int, default=2, help="gateway processes (memstream up --gateway-workers)"
+    )
     args = parser.parse_args(argv)
     if args.users < 0 or args.per_user < 1:
         parser.error("--users must be 0 or more and --per-user 1 or more")
@@ -408,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="memstream-bench-") as tmp:
         settings = Settings(
             data_dir=Path(tmp), embedded_broker_port=0, embedded_postgres_port=0, embedded_redis_port=0,
-            embedding_provider="local", **chosen,
+            embedding_provider="local", gateway_workers=args.gateway_workers, **chosen,
         )  # fmt: skip
         with stack_session(settings, memory=False) as stack:
             result = asyncio.run((run_tenant_scale if args.users else run)(args, stack.settings, stack.gateway_url))

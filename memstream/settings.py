@@ -351,6 +351,16 @@ class Settings(BaseSettings):
     )
     max_header_bytes: int = Field(default=16 * 1024, ge=1024, description="Request line + headers, at most.")
     keep_alive_timeout_s: int = Field(default=5, ge=1, description="An idle keep-alive connection is closed after.")
+    gateway_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Gateway processes sharing its port (`memstream up --gateway-workers N`). Each has its own "
+        "Postgres pool (gateway_pool_size), caches and in-flight shares: the per-process limits below hold in each.",
+    )
+    gateway_pool_size: int = Field(
+        default=16, ge=2, le=500, description="Postgres connections of one gateway process, at most."
+    )
     gateway_max_concurrency: int = Field(
         default=1000, ge=1, description="Connections + requests in flight per gateway process; beyond, 503."
     )

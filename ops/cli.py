@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from memstream.errors import MemstreamError
 from memstream.settings import Settings, warn_unknown_variables
@@ -29,6 +30,8 @@ def _logging(level: str) -> None:
 def _up(args: argparse.Namespace, settings: Settings) -> int:
     from ops.stack.supervisor import run_up
 
+    if args.gateway_workers is not None:
+        settings = settings.model_copy(update={"gateway_workers": args.gateway_workers})
     return run_up(settings, worker=not args.no_worker, gateway=not args.no_gateway)
 
 
@@ -39,14 +42,27 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def gateway_app() -> Any:
+    """The gateway of one of ``gateway_workers`` processes (uvicorn's factory: each process
+    reads the settings from its environment, as ``memstream gateway`` did)."""
+    from agents_gateway.app import create_app
+
+    settings = Settings()
+    _logging(settings.log_level)
+    return create_app(settings)
+
+
 def _gateway(_: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from agents_gateway.app import create_app
     from agents_gateway.limits import server_options
 
+    several = settings.gateway_workers > 1
     uvicorn.run(
-        create_app(settings),
+        f"{__name__}:{gateway_app.__name__}" if several else create_app(settings),
+        factory=several,
+        workers=settings.gateway_workers if several else None,
         host=settings.gateway_host,
         port=settings.gateway_port,
         log_level=settings.log_level.lower(),
@@ -189,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--no-worker", action="store_true", help="do not start a worker")
     up.add_argument("--no-gateway", action="store_true", help="do not start the gateway")
+    up.add_argument(
+        "--gateway-workers", type=int, metavar="N", choices=range(1, 65),
+        help="gateway processes sharing its port (default 1, or MEMSTREAM_GATEWAY_WORKERS)",
+    )  # fmt: skip
     up.set_defaults(func=_up)
     worker = sub.add_parser("worker", help="run a Faust worker (needs Kafka, Postgres, Redis configured)")
     worker.add_argument(

@@ -240,7 +240,7 @@ async def text_match_indexable(conn: psycopg.AsyncConnection[Any]) -> bool:
 #: How many episodes the selective lexemes may pull in together (what a query reads and scores).
 SELECTED_ROWS = 2_000
 #: How many episodes holding both of the two rarest words (``TermWeights.all_of``) are scored.
-ALL_OF_ROWS = 1_000
+ALL_OF_ROWS = 500
 #: A lexeme in this share of the user's episodes or more (a speaker's name, "deploy" in a
 #: deployment log) does not select candidates: it would pull in a large part of the memory...
 COMMON_SHARE = 0.05
