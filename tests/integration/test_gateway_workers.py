@@ -17,7 +17,7 @@ def postgres_connections(process: psutil.Process, port: int) -> int:
     return sum(1 for c in process.net_connections(kind="tcp") if c.raddr and c.raddr.port == port)
 
 
-async def test_each_gateway_process_serves_with_its_own_pool_and_limits(stack: RunningStack, tenant: str) -> None:
+def test_each_gateway_process_serves_with_its_own_pool_and_limits(stack: RunningStack, tenant: str) -> None:
     key = stack.key(tenant)
     postgres_port = urlsplit(stack.settings.require_database_url()).port
     assert postgres_port is not None
