@@ -222,7 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     create = key_actions.add_parser("create", help="create a key and print it (once)")
     create.add_argument("--tenant", required=True)
     create.add_argument("--agent", help="bind the key to one agent (it then sees its own and shared memory)")
-    create.add_argument("--scopes", default="ingest,read", help="comma-separated: ingest, read, admin")
+    create.add_argument(
+        "--scopes",
+        default="ingest,read",
+        help="comma-separated: ingest, read, admin, system (system: may post system turns)",
+    )
     create.add_argument("--name", default="", help="a note to recognise the key by")
     create.add_argument("--rate", type=float, help="requests/s for this key (default: the gateway's)")
     listing = key_actions.add_parser("list", help="list keys (never their secrets)")
