@@ -44,5 +44,10 @@ CREATE POLICY tenant_isolation ON memory_access
     USING (tenant_id = memstream_current_tenant())
     WITH CHECK (tenant_id = memstream_current_tenant());
 
-ALTER TABLE episodes DROP COLUMN access_count, DROP COLUMN last_accessed_at;
-ALTER TABLE facts DROP COLUMN access_count, DROP COLUMN last_accessed_at;
+-- episodes.access_count / last_accessed_at and the same columns of facts stay for now: code
+-- older than this schema still writes them while an upgrade rolls out (docs/operations.md,
+-- "Upgrades"). Nothing reads them any more; a later release drops them.
+COMMENT ON COLUMN episodes.access_count IS 'unused since migration 0013 (memory_access)';
+COMMENT ON COLUMN episodes.last_accessed_at IS 'unused since migration 0013 (memory_access)';
+COMMENT ON COLUMN facts.access_count IS 'unused since migration 0013 (memory_access)';
+COMMENT ON COLUMN facts.last_accessed_at IS 'unused since migration 0013 (memory_access)';

@@ -19,9 +19,9 @@ from sinks.postgres.shadow import columns, table
 
 #: (table, key the rows are ordered by, columns left out, expressions added)
 DIGESTED: tuple[tuple[str, str, frozenset[str], tuple[str, ...]], ...] = (
-    ("episodes", "event_id", frozenset({"ingested_at", "archived_at"}),
+    ("episodes", "event_id", frozenset({"ingested_at", "last_accessed_at", "access_count", "archived_at"}),
      ("archived_at IS NOT NULL",)),
-    ("facts", "fact_id", frozenset({"recorded_at"}), ()),
+    ("facts", "fact_id", frozenset({"recorded_at", "last_accessed_at", "access_count"}), ()),
     ("edges", "edge_id", frozenset(), ()),
     ("skills", "skill_id", frozenset({"created_at"}), ()),
     ("skill_runs", "event_id", frozenset({"skill_id"}),
