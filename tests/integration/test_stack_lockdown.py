@@ -25,7 +25,7 @@ import pytest
 import redis
 
 from ops.stack.lockdown import lock_down
-from ops.stack.postgres import SERVICE_USER
+from ops.stack.postgres import SERVICE_USER, shared_buffers_mb
 from ops.stack.process import free_port
 from ops.stack.redis import EmbeddedRedis
 from ops.stack.state import clear_state, settings_env, write_state
@@ -226,3 +226,15 @@ def test_audit_export_file_is_private(stack: RunningStack, api_key: str, tenant:
         assert "wrote 1 audit records" in done.stderr, done.stderr  # the key's creation
         assert mode(out) == 0o600, (out.name, oct(mode(out)))
     assert b"api_key.create" in existing.read_bytes()
+
+
+def test_the_embedded_postgres_buffers_follow_the_machine(stack: RunningStack) -> None:
+    """A quarter of the machine's memory unless the settings name a size (the test stack does not)."""
+    assert stack.settings.embedded_postgres_shared_buffers_mb == 0
+    with stack.superuser_db() as conn:
+        row = conn.execute(
+            "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'"
+        ).fetchone()
+    assert row is not None
+    value = row[0]
+    assert value == shared_buffers_mb()
