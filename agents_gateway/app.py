@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,7 +19,7 @@ from agents_gateway.auth import Authenticator
 from agents_gateway.errors import install_error_handlers
 from agents_gateway.limits import RequestGuard, configure_protocol
 from agents_gateway.mcp import mount_mcp
-from agents_gateway.metrics import GatewayMetrics, RequestTimer
+from agents_gateway.metrics import MULTIPROCESS_DIR, GatewayMetrics, RequestTimer
 from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.openapi import complete
 from agents_gateway.producer import TurnProducer
@@ -119,7 +120,10 @@ def create_app(settings: Settings) -> FastAPI:
             embedder=embedder,
             auth=Authenticator(pool, RateLimiter(client), settings),
             policies=PolicyCache(pool),
-            metrics=GatewayMetrics(),
+            # Several processes (ops.cli names the folder in prometheus_client's own variable).
+            metrics=GatewayMetrics(
+                multiprocess_dir=os.environ.get(MULTIPROCESS_DIR) if settings.gateway_workers > 1 else None
+            ),
             memory_models=describe_models(settings),
             access=AccessRecorder(pool),
             tokens=TokenCounter(),

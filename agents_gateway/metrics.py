@@ -10,18 +10,32 @@ from collections import Counter as Tally
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memstream.llm.base import LLMClient
 from memstream.metrics import CacheCollector, CacheSources, LLMCollector
 
+#: prometheus_client's variable naming the folder of its multiprocess mode.
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 #: Seconds: a cached read takes milliseconds, a cold 100k-memory context about a second.
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class GatewayMetrics:
-    def __init__(self) -> None:
+    """``multiprocess_dir``: the gateway runs as several processes (``gateway_workers``), each
+    writing its counters to files there (prometheus_client's multiprocess mode, on when
+    ``PROMETHEUS_MULTIPROC_DIR`` names that folder before prometheus_client is imported), and
+    any one of them answers a scrape with the sum of all. The caches' and the LLM clients'
+    figures are always the answering process's own."""
+
+    def __init__(self, *, multiprocess_dir: str | None = None) -> None:
         self.registry = CollectorRegistry()
+        #: What ``GET /metrics`` exposes: this registry, or every process's counters together.
+        self.exposed = self.registry
+        if multiprocess_dir is not None:
+            self.exposed = CollectorRegistry()
+            MultiProcessCollector(self.exposed, path=multiprocess_dir)  # type: ignore[no-untyped-call]
         self.turns_accepted = Counter(
             "memstream_gateway_turns_accepted_total",
             "Turns acknowledged by the broker.",
@@ -55,8 +69,10 @@ class GatewayMetrics:
 
     def watch(self, *, caches: CacheSources, llms: Callable[[], Iterable[LLMClient | None]]) -> None:
         """Export the caches' hit counts and the LLM clients' usage at each scrape."""
-        self.registry.register(CacheCollector(caches))
-        self.registry.register(LLMCollector(llms))
+        for collector in (CacheCollector(caches), LLMCollector(llms)):
+            self.registry.register(collector)
+            if self.exposed is not self.registry:
+                self.exposed.register(collector)
 
     def count_redactions(self, found: Tally[str], *, stage: str) -> None:
         for kind, n in found.items():

@@ -6,7 +6,9 @@ import argparse
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,12 +55,22 @@ def gateway_app() -> Any:
 
 
 def _gateway(_: argparse.Namespace, settings: Settings) -> int:
+    from agents_gateway.metrics import MULTIPROCESS_DIR
+
+    several = settings.gateway_workers > 1
+    with tempfile.TemporaryDirectory(prefix="memstream-gateway-metrics-") if several else nullcontext() as counters:
+        if counters is not None:  # the processes' counters, summed by whichever answers a scrape
+            os.environ[MULTIPROCESS_DIR] = counters
+        _serve(settings, several=several)
+    return 0
+
+
+def _serve(settings: Settings, *, several: bool) -> None:
     import uvicorn
 
     from agents_gateway.app import create_app
     from agents_gateway.limits import server_options
 
-    several = settings.gateway_workers > 1
     uvicorn.run(
         f"{__name__}:{gateway_app.__name__}" if several else create_app(settings),
         factory=several,
@@ -69,7 +81,6 @@ def _gateway(_: argparse.Namespace, settings: Settings) -> int:
         access_log=False,
         **server_options(settings),  # header size and read timeout, keep-alive, concurrency cap
     )
-    return 0
 
 
 def _migrate(_: argparse.Namespace, settings: Settings) -> int:

@@ -155,7 +155,7 @@ def _defect_detail(record: dict[str, object]) -> str:
 
 @router.get(
     "/metrics",
-    summary="Prometheus metrics of this gateway process",
+    summary="Prometheus metrics of this gateway (every process of it together)",
     response_class=PlainTextResponse,
     responses={
         200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text"},
@@ -163,4 +163,4 @@ def _defect_detail(record: dict[str, object]) -> str:
     },
 )
 async def metrics(state: Gateway) -> Response:
-    return Response(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(state.metrics.exposed), media_type=CONTENT_TYPE_LATEST)

@@ -37,6 +37,15 @@ def test_each_gateway_process_serves_with_its_own_pool_and_limits(stack: Running
             time.sleep(0.1)
         assert all(postgres_connections(w, postgres_port) >= 1 for w in workers), "each process opened its pool"
         assert all(postgres_connections(w, postgres_port) <= 3 for w in workers), "of gateway_pool_size at most"
+        # Any process answers a scrape with every process's counters: the same total each time.
+        totals = set()
+        with httpx.Client(base_url=served.url, headers={"connection": "close"}, timeout=10) as client:
+            for _ in range(8):
+                text = client.get("/metrics").text
+                totals.add(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                               if line.startswith("memstream_gateway_request_seconds_count")
+                               and 'route="/v1/search"' in line))  # fmt: skip
+        assert totals == {20.0}, totals
         # The header deadline holds in the worker processes too (configured as each app starts).
         with socket.create_connection(("127.0.0.1", served.port), timeout=5) as raw:
             raw.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
