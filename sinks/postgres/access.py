@@ -14,22 +14,28 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import psycopg
+from psycopg import sql
 
 AccessKind = Literal["episode", "fact"]
 
-#: One upsert per kind: the user comes from the memory itself (an id the tenant does not hold,
-#: or no longer holds, counts nothing), under the reader's row-level security.
+#: One upsert per kind, composed once: the user comes from the memory itself (an id the tenant
+#: does not hold, or no longer holds, counts nothing), under the reader's row-level security.
 _RECORD = {
     "episode": "SELECT tenant_id, event_id, user_id FROM episodes WHERE event_id = ANY(%(ids)s::uuid[])",
     "fact": "SELECT tenant_id, fact_id, user_id FROM facts WHERE fact_id = ANY(%(ids)s::uuid[])",
 }
-_UPSERT = (
-    "INSERT INTO memory_access AS a (tenant_id, kind, memory_id, user_id, access_count, last_accessed_at)"
-    " SELECT m.tenant_id, %(kind)s, m.id, m.user_id, 1, now() FROM ({source}) AS m(tenant_id, id, user_id)"
-    " ORDER BY m.id"
-    " ON CONFLICT (tenant_id, kind, memory_id)"
-    " DO UPDATE SET access_count = a.access_count + 1, last_accessed_at = excluded.last_accessed_at"
-)
+_UPSERT = {
+    kind: sql.SQL(
+        "INSERT INTO memory_access AS a (tenant_id, kind, memory_id, user_id, access_count, last_accessed_at)"
+        " SELECT m.tenant_id, %(kind)s, m.id, m.user_id, 1, now() FROM ({source}) AS m(tenant_id, id, user_id)"
+        " ORDER BY m.id"
+        " ON CONFLICT (tenant_id, kind, memory_id)"
+        " DO UPDATE SET access_count = a.access_count + 1, last_accessed_at = excluded.last_accessed_at"
+    )
+    .format(source=sql.SQL(source))
+    .as_string(None)
+    for kind, source in _RECORD.items()
+}
 
 
 async def record_access(
@@ -38,7 +44,7 @@ async def record_access(
     """Count one read of each of the current tenant's memories (feeds forgetting)."""
     for kind, ids in (("episode", episodes), ("fact", facts)):
         if ids:
-            await conn.execute(_UPSERT.format(source=_RECORD[kind]), {"kind": kind, "ids": list(ids)})
+            await conn.execute(_UPSERT[kind], {"kind": kind, "ids": list(ids)})
 
 
 async def forget_access(conn: psycopg.AsyncConnection[Any], kind: AccessKind, ids: Sequence[uuid.UUID]) -> None:
