@@ -129,6 +129,14 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
         assert any("dark mode" in h["content"] for h in hits["hits"]), "memory did not survive the restart"
         stop(up)
     finally:
-        if up.poll() is None:
-            up.kill()
+        if up.poll() is None:  # a failure above: the whole tree goes, and is reaped (no leak into the next test)
+            children = psutil.Process(up.pid).children(recursive=True)
+            up.send_signal(signal.SIGINT)
+            try:
+                up.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                up.kill()
+                up.wait(timeout=10)
+            for child in psutil.wait_procs(children, timeout=10)[1]:
+                child.kill()
         log.close()
