@@ -54,5 +54,11 @@ def gateway_state(connection: HTTPConnection) -> GatewayState:
     return cast(GatewayState, connection.app.state.gateway)
 
 
+async def _state(connection: HTTPConnection) -> GatewayState:
+    """``gateway_state`` as a dependency: a coroutine, because FastAPI runs a plain function's
+    dependency in its thread pool (a thread hop on every request: 0.3 ms of a search's CPU)."""
+    return gateway_state(connection)
+
+
 #: A route's parameter ``state: Gateway`` is the gateway's state (a FastAPI dependency).
-Gateway = Annotated[GatewayState, Depends(gateway_state)]
+Gateway = Annotated[GatewayState, Depends(_state)]

@@ -138,5 +138,4 @@ def pack(
             picked.reverse()
         lines.append(TITLES[name])
         lines.extend(section.candidates[i] for i in picked)
-    prompt = "\n".join(lines)
-    return Packed(prompt=prompt, tokens=tokens.count(prompt), sections=sections)
+    return Packed(prompt="\n".join(lines), tokens=tokens.count_joined(lines), sections=sections)

@@ -44,7 +44,8 @@ class Scored:
     created_at: datetime
     importance: float
     tags: Sequence[str]
-    embedding: npt.NDArray[np.float32]
+    #: None: the caller hands ``mmr`` every item's embedding as one matrix.
+    embedding: npt.NDArray[np.float32] | None
     decays: bool = True
     decay: float = 1.0
     boost: float = 1.0
@@ -66,7 +67,7 @@ def decay_factor(created_at: datetime, now: datetime, half_life_days: float, flo
 def boost_factor(importance: float, tags: Sequence[str], *, importance_weight: float, tag_weight: float) -> float:
     """1 + w_i·importance, times 1 + w_t when tagged as an error, decision, preference or rule."""
     boost = 1.0 + importance_weight * max(0.0, min(1.0, importance))
-    if BOOSTED_TAGS.intersection(t.lower() for t in tags):
+    if tags and not BOOSTED_TAGS.isdisjoint(map(str.lower, tags)):
         boost *= 1.0 + tag_weight
     return boost
 
@@ -94,32 +95,43 @@ def _unit(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return out
 
 
-def mmr(items: list[Scored], k: int, options: RankingOptions) -> list[Scored]:
+def mmr(
+    items: list[Scored], k: int, options: RankingOptions, vectors: npt.NDArray[np.float32] | None = None
+) -> list[Scored]:
     """Greedy maximal marginal relevance: each pick maximises
     λ·relevance - (1-λ)·max cosine to what is already picked; near-duplicates (cosine above
-    ``duplicate_cosine`` to a pick) are dropped. Relevance is the score scaled to [0, 1]."""
+    ``duplicate_cosine`` to a pick) are dropped. Relevance is the score scaled to [0, 1].
+
+    ``vectors``: the items' embeddings as one matrix, row for row (else each item's own;
+    ``None`` for either, or embeddings of different sizes: no common space, no MMR). Only
+    the cosines to each pick are computed (k matrix-vector products, not n²)."""
     if not items:
         return []
     if not options.mmr:
         return items[:k]
-    dims = {i.embedding.shape[0] for i in items}
-    if len(dims) != 1:  # mixed embedding models: no common space to compare in
-        return items[:k]
-    vectors = _unit(np.stack([i.embedding for i in items]).astype(np.float32))
-    similarity = vectors @ vectors.T
+    if vectors is None:
+        embeddings = [i.embedding for i in items]
+        if any(e is None for e in embeddings) or len({e.shape[0] for e in embeddings if e is not None}) != 1:
+            return items[:k]
+        vectors = np.array(embeddings, dtype=np.float32)
+    vectors = _unit(vectors)
     top = max(i.score for i in items) or 1.0
-    relevance = np.array([i.score / top for i in items], dtype=np.float64)
+    #: λ·relevance, and -inf once an item is picked or dropped.
+    value = np.array([options.mmr_lambda * i.score / top for i in items], dtype=np.float64)
     #: Each candidate's highest cosine to anything picked so far (0 before the first pick).
     redundancy = np.zeros(len(items), dtype=np.float64)
-    open_ = np.ones(len(items), dtype=bool)
+    diversity = 1 - options.mmr_lambda
     chosen: list[int] = []
-    while open_.any() and len(chosen) < k:
-        value = options.mmr_lambda * relevance - (1 - options.mmr_lambda) * redundancy
-        best = int(np.argmax(np.where(open_, value, -np.inf)))
-        open_[best] = False
+    for _ in range(len(items)):
+        if len(chosen) >= k:
+            break
+        best = int(np.argmax(value - diversity * redundancy))
+        if value[best] == -np.inf:
+            break
+        value[best] = -np.inf
         items[best].mmr_penalty = float(redundancy[best])
         if chosen and items[best].mmr_penalty >= options.duplicate_cosine:
             continue  # a near-duplicate of something already chosen
         chosen.append(best)
-        np.maximum(redundancy, similarity[:, best], out=redundancy)
+        np.maximum(redundancy, vectors @ vectors[best], out=redundancy)
     return [items[i] for i in chosen]

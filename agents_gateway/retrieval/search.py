@@ -21,7 +21,7 @@ import psycopg
 from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
 from memstream.embedder import Embedder
-from sinks.postgres.queries.retrieval import Candidate, Filters, VectorScan, candidate_lists
+from sinks.postgres.queries.retrieval import Candidate, Filters, VectorScan, candidate_lists, embeddings
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ async def _one_query(
         c = candidates[f.key]
         item = Scored(
             key=f.key, rrf=f.score, created_at=c.created_at, importance=c.importance, tags=c.tags,
-            embedding=c.embedding, decays=c.kind == "episode" and c.memory_type != "procedural",
+            embedding=None, decays=c.kind == "episode" and c.memory_type != "procedural",
         )  # fmt: skip
         item.parts = {"vector_rank": f.ranks.get("vector", 0), "text_rank": f.ranks.get("text", 0)}
         scored.append(item)
@@ -93,8 +93,8 @@ async def hybrid_search(
     context question is about two): Postgres answers them on as many cores, so a compound
     question costs about one sub-query's time when the machine is not busy. When the pool has
     nothing idle they run one after another on ``conn``, as without it."""
-    embeddings = await embedder.embed(list(spec.queries))
-    jobs = list(zip(spec.queries, embeddings, strict=True))
+    queries = await embedder.embed(list(spec.queries))
+    jobs = list(zip(spec.queries, queries, strict=True))
     results: list[tuple[list[Scored], dict[tuple[str, Any], Candidate]] | None] = [None] * len(jobs)
 
     async def lane(lane_conn: psycopg.AsyncConnection[Any], indices: range) -> None:
@@ -133,6 +133,7 @@ async def hybrid_search(
                 merged[key] = hit
             hit.sub_queries.append(index)
     ranked = sorted(merged.values(), key=lambda h: -h.scored.score)
-    picked = mmr([h.scored for h in ranked], spec.k, spec.ranking)
+    vectors = embeddings([h.candidate for h in ranked]) if spec.ranking.mmr and ranked else None
+    picked = mmr([h.scored for h in ranked], spec.k, spec.ranking, vectors)
     by_scored = {id(h.scored): h for h in ranked}
     return [by_scored[id(s)] for s in picked]

@@ -37,10 +37,10 @@ async def get_context(
 ) -> ContextOut:
     """Never waits on an LLM unless ``decompose=llm`` is asked for (and a Gemini key is set)."""
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id,
-                                  actor=principal.key_id) as conn:  # fmt: skip
+                                  actor=principal.key_id, pipeline=True) as conn:  # fmt: skip
         return await build_context(
             state, conn, tenant_id=principal.tenant_id, agent_id=principal.agent_id, user_id=user_id,
             session_id=session_id, project_id=project_id, query=query or None, budget=budget, method=decompose,
             spare=partial(idle_tenant_transaction, state.pool, principal.tenant_id, agent_id=principal.agent_id,
-                          actor=principal.key_id),
+                          actor=principal.key_id, pipeline=True),
         )  # fmt: skip

@@ -104,7 +104,7 @@ async def search_memory(
         tags=csv(tags, None, "tags") or (), since=aware(since, "since"), until=aware(until, "until"),
     )  # fmt: skip
     async with tenant_transaction(state.pool, filters.tenant_id, agent_id=principal.agent_id,
-                                  actor=principal.key_id) as conn:  # fmt: skip
+                                  actor=principal.key_id, pipeline=True) as conn:  # fmt: skip
         hits, decomposition, scan = await search(
             state,
             conn,
@@ -115,7 +115,7 @@ async def search_memory(
             toggles=Toggles(decay=decay, boosts=boosts, mmr=mmr),
             agent_id=principal.agent_id,
             spare=partial(idle_tenant_transaction, state.pool, filters.tenant_id, agent_id=principal.agent_id,
-                          actor=principal.key_id),
+                          actor=principal.key_id, pipeline=True),
         )  # fmt: skip
     return SearchOut(
         query=q, k=k, embedding_model=state.embedder.model_name, decomposition=decomposition_out(decomposition),

@@ -11,3 +11,46 @@ def test_remembered_counts_are_the_tokenizers_and_the_cache_stays_bounded() -> N
     assert len(counter._counts) == 3
     long = "word " * 2_000
     assert counter.count_many([long]) == [TokenCounter().count(long)] and long not in counter._counts
+
+
+#: Lines a prompt can hold: items, titles, indented continuations, blank lines, leading and
+#: trailing blanks, tabs, code, numbers, accents, other scripts, emoji (byte fallback), CR.
+PINNED_LINES = [
+    "# Memory for alice (project blog, session s-1)",
+    "## Relevant memories",
+    "- [2026-11-02, episodic] The deploy of the payments service failed: migration locked `orders` for 40 s.",
+    "    a continuation line of a stored turn",
+    "",
+    " ",
+    "\tindented with a tab",
+    "user: héllo wörld, ça va? Ünïcödé",
+    "assistant: 日本語のテキストと中文",
+    'tool: {"status": 503, "retry_after": 2.5}',
+    "def f(x):  return x ** 2  # code",
+    "emoji 🚀🔥 and a zero-width\u200bjoiner",
+    "trailing spaces   ",
+    "carriage\rreturn",
+    "-" * 40,
+    "1234567890 3.14159 0xdeadbeef",
+    "- an item of two lines\n    its continuation",
+]
+
+
+def test_a_joined_prompt_counts_exactly_as_the_whole_text() -> None:
+    import random
+
+    counter = TokenCounter()
+    rng = random.Random(20261201)
+    samples = [
+        PINNED_LINES,
+        PINNED_LINES[::-1],
+        ["only one line"],
+        ["", ""],
+        ["", " "],
+        [""],
+        ["a", "", "b", " ", " c"],
+    ]
+    samples += [[rng.choice(PINNED_LINES) for _ in range(rng.randint(1, 30))] for _ in range(200)]
+    for lines in samples:
+        assert counter.count_joined(lines) == counter.count("\n".join(lines)), lines
+    assert counter.count_joined([]) == 0 == counter.count("")

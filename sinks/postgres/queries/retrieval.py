@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import zip_longest
@@ -24,9 +25,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from pgvector import Vector
 from psycopg import sql
-from psycopg.rows import dict_row
 
 from memstream.settings import VectorIndex
 from sinks.postgres.queries.skills import VISIBLE_SKILLS
@@ -69,7 +68,9 @@ class Candidate:
     created_at: datetime
     importance: float
     tags: list[str]
-    embedding: npt.NDArray[np.float32]
+    #: As Postgres sends a ``vector`` (``vector_send``; ``embeddings`` reads many at once):
+    #: decoding each row's on its own was a tenth of a search's CPU.
+    embedding: bytes
     session_id: str | None = None
     project_id: str | None = None
     agent_id: str | None = None
@@ -91,8 +92,8 @@ _EPISODE_WHERE = """
     AND (%(tags)s::text[] IS NULL OR tags && %(tags)s::text[])
 """
 _EPISODE_COLUMNS = (
-    "event_id AS id, memory_type, content, created_at, importance, tags, embedding, session_id, project_id,"
-    " agent_id, role"
+    "event_id AS id, memory_type, content, created_at, importance, tags, vector_send(embedding), session_id,"
+    " project_id, agent_id, role"
 )
 _FACT_WHERE = """
     tenant_id = %(tenant_id)s AND user_id = %(user_id)s AND valid_to IS NULL
@@ -105,16 +106,8 @@ _FACT_WHERE = """
     AND (%(until)s::timestamptz IS NULL OR valid_from < %(until)s)
     AND (%(tags)s::text[] IS NULL OR category = ANY(%(tags)s::text[]))
 """
-_FACT_COLUMNS = (
-    "fact_id AS id, 'fact' AS memory_type, entity || ': ' || summary AS content, valid_from AS created_at,"
-    " importance, ARRAY[category] AS tags, embedding, session_id, project_id, agent_id, scope, entity"
-)
 #: The caller's user's skills (a skill's record is the runs the reader may see: ``VISIBLE_SKILLS``).
 _SKILL_WHERE = "tenant_id = %(tenant_id)s AND user_id = %(user_id)s"
-_SKILL_COLUMNS = (
-    "skill_id AS id, 'skill' AS memory_type, name, description, steps, attempts, successes, last_feedback,"
-    " coalesce(last_used_at, created_at) AS created_at, embedding"
-)
 #: An OR of the query's lexemes (stemmed, stopwords dropped): a question rarely shares all its
 #: words with the answer, so ranking (cover density) decides, not an AND. Facts and skills are
 #: few per user; episodes use the IDF-weighted query below.
@@ -171,39 +164,32 @@ def _distance(strategy: VectorScan, dim: int) -> sql.Composable:
 #: Statements are composed once per shape and kept as text: psycopg then converts (and,
 #: once used often enough, prepares) each of them once, not on every query.
 @functools.lru_cache(maxsize=64)
-def _vector_sql(kind: Kind, strategy: VectorScan, dim: int) -> str:
-    distance = _distance(strategy, dim)
-    if kind == "episode":
-        table, columns, where = "episodes", _EPISODE_COLUMNS, _EPISODE_WHERE + " AND embedding_model = %(model)s"
-    elif kind == "fact":
-        table, columns, where = "facts", _FACT_COLUMNS, _FACT_WHERE + " AND embedding_model = %(model)s"
-    else:
-        return (
-            sql.SQL("SELECT {cols}, {d} AS distance FROM {skills} WHERE {where} ORDER BY {d} LIMIT %(limit)s")
-            .format(
-                cols=sql.SQL(_SKILL_COLUMNS),
-                d=distance,
-                skills=sql.SQL(VISIBLE_SKILLS),
-                where=sql.SQL(_SKILL_WHERE + " AND embedding_model = %(model)s"),
-            )
-            .as_string(None)
-        )
+def _vector_sql(strategy: VectorScan, dim: int) -> str:
+    """The episodes nearest the query (facts' and skills' lists: ``_small_sql``)."""
     return (
-        sql.SQL("SELECT {cols}, {d} AS distance FROM {table} WHERE {where} ORDER BY {d} LIMIT %(limit)s")
-        .format(cols=sql.SQL(columns), d=distance, table=sql.Identifier(table), where=sql.SQL(where))
+        sql.SQL("SELECT {cols}, {d} AS distance FROM episodes WHERE {where} ORDER BY {d} LIMIT %(limit)s")
+        .format(
+            cols=sql.SQL(_EPISODE_COLUMNS),
+            d=_distance(strategy, dim),
+            where=sql.SQL(_EPISODE_WHERE + " AND embedding_model = %(model)s"),
+        )
         .as_string(None)
     )
 
 
 #: The query's lexemes (stemmed, stopwords dropped), how many live episodes the user has and
 #: in how many each lexeme occurs: the running totals the reader may see (RLS), one round trip.
+#: It also asks for custom plans for the rest of the transaction (``plan_cache_mode``, once,
+#: as an init plan): the episodes' text query follows, and a generic plan cannot see how
+#: selective its filter's words are. Statements sent before it in its pipeline keep theirs.
 _TERMS_SQL = (
     "SELECT l.lexeme,"
     " (SELECT coalesce(sum(c.episodes), 0) FROM episode_counts c"
     "   WHERE c.tenant_id = %(tenant_id)s AND c.user_id = %(user_id)s) AS n,"
     " (SELECT coalesce(sum(t.df), 0) FROM episode_terms t"
     "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df,"
-    " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag"
+    " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag,"
+    " (SELECT set_config('plan_cache_mode', 'force_custom_plan', true)) AS plans"
     " FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme)"
 )
 #: Episodes holding any selective lexeme, scored by BM25 with a term frequency of one (turns
@@ -318,52 +304,69 @@ def _episode_text_sql(lexemes: int) -> str:
     )
 
 
-async def _episode_text(
-    cur: psycopg.AsyncCursor[dict[str, Any]], params: dict[str, Any], df: dict[str, int], n_docs: int, owner_tag: str
-) -> list[dict[str, Any]]:
+def _episode_text(params: dict[str, Any], df: dict[str, int], n_docs: int, owner_tag: str) -> dict[str, Any] | None:
+    """The parameters of the episodes' text query (``_episode_text_sql`` of as many lexemes
+    as ``t0``, ``t1``, ...), or None when nothing selects candidates."""
     weights = term_weights(n_docs, df)
     if n_docs == 0 or not weights.selective:
-        return []
+        return None
     # Each row is scored only on the lexemes that can tell candidates apart: one no episode
     # holds adds nothing, and under ``all_of`` every candidate holds the selective ones (their
     # IDF is a constant ``base``). Scoring costs per row and lexeme: at 100k episodes, 3,000
     # candidates and ten lexemes, it was half the query.
     constant = set(weights.selective) if weights.all_of else set()
     scored = [t for t in sorted(df) if df[t] > 0 and t not in constant]
-    await cur.execute(
-        _episode_text_sql(len(scored)),
-        {
-            **params,
-            "base": sum(weights.idf[t] for t in constant),
-            **{f"t{i}": tsquery_term(t) for i, t in enumerate(scored)},
-            **{f"w{i}": weights.idf[t] for i, t in enumerate(scored)},
-            "filter": weights.tsquery(owner_tag),
-            "k1": BM25_K1,
-            "b": BM25_B,
-            "scan": ALL_OF_ROWS if weights.all_of else SELECTED_ROWS,
-        },
-    )
-    return await cur.fetchall()
+    return {
+        **params,
+        "base": sum(weights.idf[t] for t in constant),
+        **{f"t{i}": tsquery_term(t) for i, t in enumerate(scored)},
+        **{f"w{i}": weights.idf[t] for i, t in enumerate(scored)},
+        "lexemes": len(scored),
+        "filter": weights.tsquery(owner_tag),
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "scan": ALL_OF_ROWS if weights.all_of else SELECTED_ROWS,
+    }
 
 
-_TEXT_SQL: dict[Kind, str] = {
-    "fact": sql.SQL(
-        "SELECT {cols}, ts_rank_cd(tsv, t.q) AS text_rank FROM facts, {q}"
-        " WHERE {where} AND tsv @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s"
-    )
-    .format(cols=sql.SQL(_FACT_COLUMNS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_FACT_WHERE))
-    .as_string(None),
-    "skill": sql.SQL(
-        "SELECT {cols}, ts_rank_cd(to_tsvector(%(config)s::regconfig, name || ' ' || description), t.q)"
-        " AS text_rank FROM {skills}, {q} WHERE {where}"
-        " AND to_tsvector(%(config)s::regconfig, name || ' ' || description) @@ t.q"
-        " ORDER BY text_rank DESC LIMIT %(limit)s"
-    )
-    .format(
-        cols=sql.SQL(_SKILL_COLUMNS), skills=sql.SQL(VISIBLE_SKILLS), q=sql.SQL(_OR_QUERY), where=sql.SQL(_SKILL_WHERE)
-    )
-    .as_string(None),
+#: Facts and skills are few per user: both lists of both kinds are one statement (a round of
+#: the pipeline costs each side a statement's overhead, even for an empty table). Each row
+#: says which kind and list it belongs to; the columns are the union of the two kinds'.
+_FACT_AS_SMALL = (
+    "fact_id AS id, 'fact' AS memory_type, entity || ': ' || summary AS content, valid_from AS created_at,"
+    " importance, ARRAY[category] AS tags, vector_send(embedding), session_id, project_id, agent_id, scope, entity,"
+    " NULL::jsonb AS steps, NULL::bigint AS attempts, NULL::bigint AS successes, NULL::text AS last_feedback"
+)
+_SKILL_AS_SMALL = (
+    "skill_id AS id, 'skill' AS memory_type, name AS content, coalesce(last_used_at, created_at) AS created_at,"
+    " NULL::real AS importance, NULL::text[] AS tags, vector_send(embedding), NULL::text AS session_id,"
+    " NULL::text AS project_id,"
+    " NULL::text AS agent_id, NULL::text AS scope, name AS entity, steps, attempts, successes, last_feedback"
+)
+_SKILL_TSV = "to_tsvector(%(config)s::regconfig, name || ' ' || description)"
+_SMALL_BRANCHES: dict[tuple[Kind, str], str] = {
+    ("fact", "vector"): "SELECT 'fact' AS kind, 'vector' AS list, {fact}, embedding <=> %(embedding)s AS distance,"
+    " NULL::real AS text_rank FROM facts WHERE {fact_where} AND embedding_model = %(model)s"
+    " ORDER BY distance LIMIT %(limit)s",
+    ("fact", "text"): "SELECT 'fact', 'text', {fact}, NULL::float8, ts_rank_cd(tsv, t.q) AS text_rank"
+    " FROM facts, {q} WHERE {fact_where} AND tsv @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s",
+    ("skill", "vector"): "SELECT 'skill', 'vector', {skill}, embedding <=> %(embedding)s AS distance, NULL::real"
+    " FROM {skills} WHERE {skill_where} AND embedding_model = %(model)s ORDER BY distance LIMIT %(limit)s",
+    ("skill", "text"): "SELECT 'skill', 'text', {skill}, NULL::float8, ts_rank_cd({skill_tsv}, t.q) AS text_rank"
+    " FROM {skills}, {q} WHERE {skill_where} AND {skill_tsv} @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s",
 }
+
+
+@functools.lru_cache(maxsize=16)
+def _small_sql(kinds: tuple[Kind, ...], lists: tuple[str, ...]) -> str:
+    """Facts' and skills' lists (``kinds`` among fact, skill; ``lists`` among vector, text) as one statement."""
+    parts = {
+        "fact": sql.SQL(_FACT_AS_SMALL), "skill": sql.SQL(_SKILL_AS_SMALL), "fact_where": sql.SQL(_FACT_WHERE),
+        "skill_where": sql.SQL(_SKILL_WHERE), "skills": sql.SQL(VISIBLE_SKILLS), "q": sql.SQL(_OR_QUERY),
+        "skill_tsv": sql.SQL(_SKILL_TSV),
+    }  # fmt: skip
+    branches = [sql.SQL("(" + _SMALL_BRANCHES[kind, name] + ")").format(**parts) for kind in kinds for name in lists]
+    return sql.SQL(" UNION ALL ").join(branches).as_string(None)
 
 
 def _kinds(filters: Filters) -> list[Kind]:
@@ -377,33 +380,55 @@ def _kinds(filters: Filters) -> list[Kind]:
     return kinds
 
 
-def _as_array(value: Any) -> npt.NDArray[np.float32]:
-    return np.asarray(value.to_numpy() if isinstance(value, Vector) else value, dtype=np.float32)
+def embeddings(candidates: Sequence[Candidate]) -> npt.NDArray[np.float32] | None:
+    """The candidates' embeddings as one matrix, row for row; None when their sizes differ
+    (rows of different models). ``vector_send``'s format: the dimension and a spare field
+    (two bytes each), then the floats, all big-endian."""
+    raw = [c.embedding for c in candidates]
+    size = len(raw[0]) if raw else 4
+    if any(len(r) != size for r in raw) or size % 4:
+        return None
+    floats = np.frombuffer(b"".join(raw), dtype=">f4").reshape(len(raw), size // 4)
+    return floats[:, 1:].astype(np.float32)
 
 
+@functools.lru_cache(maxsize=4096)  # importances repeat: a handful of values per tenant
 def _real(value: float) -> float:
     """A ``real`` column read in binary as the text protocol prints it (0.9, not 0.8999999761581421)."""
     return float(str(np.float32(value)))
 
 
-def _candidate(kind: Kind, row: dict[str, Any]) -> Candidate:
-    if kind == "skill":
-        rate = (row["successes"] + 1) / (row["attempts"] + 2)
-        steps = "; ".join(str(s) for s in row["steps"]) or "no steps recorded"
-        content = f"Skill {row['name']} (success rate {rate:.0%}): {steps}"
-        if row["last_feedback"]:
-            content += f". Last feedback: {row['last_feedback']}"
-        return Candidate(
-            kind, row["id"], "skill", content, row["created_at"], rate, [], _as_array(row["embedding"]),
-            distance=row.get("distance"), text_rank=row.get("text_rank"), entity=row["name"],
-        )  # fmt: skip
+def _episode(row: tuple[Any, ...], *, distance: float | None = None, text_rank: float | None = None) -> Candidate:
+    """An episode from a row of ``_EPISODE_COLUMNS`` (positional: rows are read as tuples)."""
+    (id_, memory_type, content, created_at, importance, tags, embedding, session_id, project_id, agent_id,
+     role) = row[:11]  # fmt: skip
     return Candidate(
-        kind, row["id"], row["memory_type"], row["content"], row["created_at"], _real(row["importance"]),
-        list(row["tags"] or []), _as_array(row["embedding"]), session_id=row.get("session_id"),
-        project_id=row.get("project_id"), agent_id=row.get("agent_id"), role=row.get("role"),
-        scope=row.get("scope"), entity=row.get("entity"), distance=row.get("distance"),
-        text_rank=row.get("text_rank"),
+        "episode", id_, memory_type, content, created_at, _real(importance), list(tags or ()), embedding,
+        session_id=session_id, project_id=project_id, agent_id=agent_id, role=role, distance=distance,
+        text_rank=text_rank,
     )  # fmt: skip
+
+
+def _small(row: tuple[Any, ...]) -> tuple[str, Candidate]:
+    """A fact or a skill from a row of ``_small_sql``, with the list it came in."""
+    (kind, list_, id_, memory_type, content, created_at, importance, tags, embedding, session_id, project_id,
+     agent_id, scope, entity, steps, attempts, successes, last_feedback, distance, text_rank) = row  # fmt: skip
+    if kind == "skill":
+        rate = (successes + 1) / (attempts + 2)
+        content = f"Skill {entity} (success rate {rate:.0%}): {'; '.join(str(s) for s in steps) or 'no steps recorded'}"
+        if last_feedback:
+            content += f". Last feedback: {last_feedback}"
+        candidate = Candidate(
+            "skill", id_, "skill", content, created_at, rate, [], embedding, distance=distance,
+            text_rank=text_rank, entity=entity,
+        )  # fmt: skip
+    else:
+        candidate = Candidate(
+            "fact", id_, memory_type, content, created_at, _real(importance), list(tags or ()), embedding,
+            session_id=session_id, project_id=project_id, agent_id=agent_id, scope=scope, entity=entity,
+            distance=distance, text_rank=text_rank,
+        )  # fmt: skip
+    return list_, candidate
 
 
 #: Candidates the HNSW scan keeps in its list (pgvector's ``hnsw.ef_search``): at least the
@@ -439,8 +464,8 @@ async def candidate_lists(
     ``None`` for either input skips its list.
 
     Two round trips: every statement that needs nothing from another goes in one pipeline
-    (the query's document frequencies, each kind's nearest rows, facts' and skills' text
-    matches), then the episodes' text query, which needs the frequencies.
+    (the episodes nearest the query, facts' and skills' lists in one statement, the query's
+    document frequencies), then the episodes' text query, which needs the frequencies.
 
     ``hnsw``: the episodes come from the HNSW index with iterative scans (the filters and
     row-level security apply while it walks). The planner cannot see that one user holds
@@ -448,53 +473,46 @@ async def candidate_lists(
     still return fewer than ``limit`` rows (a filter few rows pass), the exact scan answers.
     Facts and skills are few per user: always exact."""
     kinds = _kinds(filters)
+    small = tuple(k for k in kinds if k != "episode")
+    lists = tuple(name for name, given in (("vector", embedding is not None), ("text", text is not None)) if given)
     base = {**filters.params(), "limit": limit, "model": model}
-    vector_params = {**base, "embedding": embedding}
-    text_params = {**base, "text": text, "config": config}
-    near: dict[Kind, psycopg.AsyncCursor[dict[str, Any]]] = {}
-    matched: dict[Kind, psycopg.AsyncCursor[dict[str, Any]]] = {}
-    terms_cursor = conn.cursor(row_factory=dict_row, binary=True)
+    params = {**base, "embedding": embedding, "text": text, "config": config}
+    near = conn.cursor(binary=True)
+    small_cursor = conn.cursor(binary=True)
+    terms_cursor = conn.cursor(binary=True)
+    hnsw = scan == "hnsw"
+    episodes = "episode" in kinds
     async with conn.pipeline():
-        if embedding is not None:
-            dim = int(embedding.shape[0])
-            for kind in kinds:
-                hnsw = kind == "episode" and scan == "hnsw"
-                if hnsw:
-                    await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
-                near[kind] = conn.cursor(row_factory=dict_row, binary=True)
-                await near[kind].execute(_vector_sql(kind, "hnsw" if hnsw else "exact", dim), vector_params)
-                if hnsw:  # back for the rest of the transaction (an error aborts it: nothing else runs)
-                    await conn.execute(_HNSW_OFF)
-        if text is not None:
-            await terms_cursor.execute(_TERMS_SQL, text_params)
-            for kind in kinds:
-                if kind != "episode":
-                    matched[kind] = conn.cursor(row_factory=dict_row, binary=True)
-                    await matched[kind].execute(_TEXT_SQL[kind], text_params)
-            # A custom plan: a generic one cannot see how selective the filter's words are.
-            await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        if episodes and embedding is not None:
+            if hnsw:
+                await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
+            await near.execute(_vector_sql(scan, int(embedding.shape[0])), params)
+            if hnsw:  # back for the rest of the transaction (an error aborts it: nothing else runs)
+                await conn.execute(_HNSW_OFF)
+        if small and lists:
+            await small_cursor.execute(_small_sql(small, lists), params)
+        if episodes and text is not None:  # last: it asks for custom plans (the text query's)
+            await terms_cursor.execute(_TERMS_SQL, params)
     by_vector: list[Candidate] = []
-    for kind, cursor in near.items():
-        rows = await cursor.fetchall()
-        if len(rows) < limit and kind == "episode" and scan == "hnsw" and embedding is not None:
-            await cursor.execute(_vector_sql(kind, "exact", int(embedding.shape[0])), vector_params)
-            rows = await cursor.fetchall()
-        by_vector.extend(_candidate(kind, row) for row in rows)
+    if episodes and embedding is not None:
+        rows = await near.fetchall()
+        if len(rows) < limit and hnsw:
+            await near.execute(_vector_sql("exact", int(embedding.shape[0])), params)
+            rows = await near.fetchall()
+        by_vector.extend(_episode(row, distance=row[11]) for row in rows)
+    by_kind: dict[str, list[Candidate]] = {kind: [] for kind in kinds}
+    if small and lists:
+        for list_, candidate in map(_small, await small_cursor.fetchall()):
+            (by_vector if list_ == "vector" else by_kind[candidate.kind]).append(candidate)
     by_vector.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
-    by_kind: list[list[Candidate]] = []
-    terms = await terms_cursor.fetchall() if text is not None else []
-    if terms:
-        df = {str(r["lexeme"]): int(r["df"]) for r in terms}
-        for kind in kinds:
-            if kind == "episode":
-                rows = await _episode_text(
-                    terms_cursor, text_params, df, int(terms[0]["n"]), str(terms[0]["owner_tag"])
-                )
-            else:
-                rows = await matched[kind].fetchall()
-            by_kind.append([_candidate(kind, r) for r in rows])
+    terms = await terms_cursor.fetchall() if episodes and text is not None else []
+    df = {str(r[0]): int(r[2]) for r in terms}
+    query = _episode_text(params, df, int(terms[0][1]), str(terms[0][3])) if terms else None
+    if query is not None:
+        await terms_cursor.execute(_episode_text_sql(query.pop("lexemes")), query)
+        by_kind["episode"] = [_episode(row, text_rank=row[11]) for row in await terms_cursor.fetchall()]
     # Scores of different kinds are not comparable: interleave them rank by rank.
-    by_text = [c for rank in zip_longest(*by_kind) for c in rank if c is not None]
+    by_text = [c for rank in zip_longest(*by_kind.values()) for c in rank if c is not None]
     return by_vector[:limit], by_text[:limit]
 
 
