@@ -3,6 +3,7 @@ access statistics, and the context assembly."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,9 +18,19 @@ from agents_gateway.retrieval.decomposition import Decomposition, Method, decomp
 from agents_gateway.retrieval.ranking import RankingOptions
 from agents_gateway.retrieval.search import Hit, SearchSpec, SpareConnection, hybrid_search
 from agents_gateway.state import GatewayState
+from memstream.extraction.timewords import names_previous_session
 from sinks.postgres.event_log import previous_session
 from sinks.postgres.queries.facts import FactRow, facts_as_of
-from sinks.postgres.queries.retrieval import EPISODE_TYPES, Filters, OwnerTotals, VectorScan, choose_scan, owner_totals
+from sinks.postgres.queries.retrieval import (
+    EPISODE_TYPES,
+    Filters,
+    OwnerTotals,
+    VectorScan,
+    choose_scan,
+    owner_totals,
+    read_owner_totals,
+    send_owner_totals,
+)
 from sinks.redis.buffer import SessionRef
 
 CONTEXT_RELEVANT = 12
@@ -61,7 +72,7 @@ async def search(
         previous_session_id=await previous_session(
             conn, tenant_id=filters.tenant_id, user_id=filters.user_id, session_id=filters.session_id,
             agent_id=agent_id,
-        ) if filters.session_id else None,
+        ) if filters.session_id and names_previous_session(query) else None,
         now=now,
         llm=state.llm,
     )  # fmt: skip
@@ -174,18 +185,25 @@ async def build_context(
     method: Method,
     spare: SpareConnection | None = None,
 ) -> ContextOut:
-    facts = _fact_lines(await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id))
-    view = await state.buffers.view(SessionRef(tenant_id, user_id, session_id))
+    filters = Filters(tenant_id=tenant_id, user_id=user_id, project_id=project_id, session_id=session_id,
+                      memory_types=(*EPISODE_TYPES, "skill"))  # fmt: skip
+    # The buffer (Redis) is read while Postgres answers; the totals travel with the facts.
+    buffered = asyncio.create_task(state.buffers.view(SessionRef(tenant_id, user_id, session_id)))
+    try:
+        #: The whole history's tokens (what stuffing it into the prompt would cost) and the user's size.
+        sent = await send_owner_totals(conn, filters)
+        facts = _fact_lines(await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id))
+        totals = await read_owner_totals(sent)
+    except BaseException:
+        buffered.cancel()
+        raise
+    view = await buffered
     raw_recent = [t for t in (*view.pending, *view.window) if agent_id is None or t.get("shared")
                   or t.get("agent_id") == agent_id]  # fmt: skip
     recent_ids = {str(t["event_id"]) for t in raw_recent}
     summary = view.summary.text if view.summary and (agent_id is None or set(view.summary.agents) <= {agent_id}) else ""
     hits: list[Hit] = []
     decomposition = Decomposition("off", [])
-    filters = Filters(tenant_id=tenant_id, user_id=user_id, project_id=project_id, session_id=session_id,
-                      memory_types=(*EPISODE_TYPES, "skill"))  # fmt: skip
-    #: The whole history's tokens (what stuffing it into the prompt would cost) and the user's size.
-    totals = await owner_totals(conn, filters)
     scan: VectorScan | None = None
     if query:
         hits, decomposition, scan = await search(

@@ -90,6 +90,16 @@ def _replacement(m: re.Match[str], session_id: str, previous_session_id: str | N
     return _session_ref(g("last_prep"), g("last_det"), g("last_poss"), previous_session_id)
 
 
+#: The groups of every reference but "the last session" (the one a rewrite needs a lookup for).
+_NOT_PREVIOUS = ("from_on", "now_prep", "now", "day", "part", "week", "this")
+
+
+def names_previous_session(text: str) -> bool:
+    """Whether ``text`` says "last session", "the previous session's", ...: only then does
+    ``rewrite_relative_time`` need ``previous_session_id`` (which costs its caller a query)."""
+    return any(not any(m.group(g) for g in _NOT_PREVIOUS) for m in _RELATIVE.finditer(text))
+
+
 def rewrite_relative_time(text: str, *, session_id: str, previous_session_id: str | None, now: datetime) -> str:
     """``text`` with its relative time words replaced by explicit session ids and dates."""
     today = _utc_date(now)

@@ -375,3 +375,46 @@ async def test_an_agent_key_sees_only_its_memory_in_every_sub_query(
     body = response.json()
     assert len(body["decomposition"]["queries"]) == 2
     assert {h["id"] for h in body["hits"]} == {str(i) for i in mine}
+
+
+async def test_facts_and_skills_come_by_vector_and_by_text_in_one_statement(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    from memstream.extraction.types import Triple
+    from sinks.postgres.facts import FactRecord, apply_facts
+    from sinks.postgres.skills import SkillRun, record_run
+    from sinks.postgres.tenancy import act_as
+
+    await store(stack, tenant, [{"content": "we had lunch by the river"}])
+    summary, task = "the payments team deploys with Kubernetes helm charts", "rollback the payments release"
+    fact_vector, skill_vector = await EMBEDDER.embed([f"payments: {summary}", task])
+    fact = FactRecord(
+        fact_id=uuid.uuid4(), tenant_id=tenant, user_id="u1", agent_id="a", session_id="s", project_id=None,
+        source_event_id=uuid.uuid4(), observed_at=datetime.now(UTC), entity="payments", category="decision",
+        scope="global", summary=summary, importance=0.9, triples=(Triple("payments", "deploys with", "helm"),),
+        shared=True, extractor="test/1", embedding=fact_vector,
+    )  # fmt: skip
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await register_vector_async(conn)
+        async with conn.transaction():
+            await act_as(conn, tenant, actor="test")
+            await apply_facts(conn, [fact], model=EMBEDDER.model_name, merge_threshold=0.92)
+            for i, success in enumerate([True, True, False]):
+                run = SkillRun(tenant, uuid.uuid4(), "u1", "a", True, "rollback", success,
+                               "worked after a retry" if i == 1 else None, ["helm rollback", "verify pods"],
+                               datetime.now(UTC) - timedelta(minutes=10 - i))  # fmt: skip
+                await record_run(conn, run, embedding=skill_vector, model=EMBEDDER.model_name)
+    hits = await search(gateway, tenant, "helm charts for payments and how to roll back", k=10)
+    by_kind = {h["kind"]: h for h in hits}
+    assert set(by_kind) == {"episode", "fact", "skill"}
+    assert by_kind["fact"]["content"] == f"payments: {summary}" and by_kind["fact"]["scope"] == "global"
+    assert by_kind["fact"]["importance"] == 0.9 and by_kind["fact"]["tags"] == ["decision"]
+    assert by_kind["fact"]["parts"]["vector_rank"] and by_kind["fact"]["parts"]["text_rank"], "both lists found it"
+    skill = by_kind["skill"]
+    assert (
+        skill["content"]
+        == "Skill rollback (success rate 60%): helm rollback; verify pods. Last feedback: worked after a retry"
+    )
+    assert skill["memory_type"] == "skill" and skill["parts"]["vector_rank"]
+    only_text = await search(gateway, tenant, "Kubernetes helm", memory_types="fact,skill", mmr="false")
+    assert [h["kind"] for h in only_text][:1] == ["fact"] and all(h["kind"] != "episode" for h in only_text)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memstream.extraction.timewords import rewrite_relative_time
+from memstream.extraction.timewords import names_previous_session, rewrite_relative_time
 
 NOW = datetime(2026, 11, 29, 10, 30, tzinfo=UTC)
 
@@ -94,3 +94,38 @@ def test_rewriting_twice_changes_nothing(words: list[str]) -> None:
     once = rewrite(" ".join(words))
     assert rewrite(once) == once
     assert rewrite(" ".join(words)) == once  # deterministic
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("What did we decide last session?", True),
+        ("in the previous session's notes", True),
+        ("Back in our prior session you said so", True),
+        ("Today, this session, right now", False),
+        ("last week and yesterday", False),
+        ("sessions of last night", False),
+        ("no time words at all", False),
+    ],
+)
+def test_a_lookup_of_the_previous_session_is_needed_only_when_the_text_names_it(text: str, names: bool) -> None:
+    now = datetime(2026, 12, 1, 9, tzinfo=UTC)
+    with_id = rewrite_relative_time(text, session_id="s-2", previous_session_id="s-1", now=now)
+    without = rewrite_relative_time(text, session_id="s-2", previous_session_id=None, now=now)
+    assert names_previous_session(text) is names
+    assert (with_id != without) is names, "the id changes the rewrite exactly when the text names that session"
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["now", "last", "previous", "prior", "session", "session's", "sessions", "the", "our", "in", "before",
+             "this", "week", "night", "today", "we", "deploy", ",", ".", "'s"]
+        ),
+        max_size=12,
+    )
+)  # fmt: skip
+def test_no_text_needs_the_previous_session_without_naming_it(words: list[str]) -> None:
+    text = " ".join(words)
+    if not names_previous_session(text):
+        assert rewrite(text, previous="s-41") == rewrite(text, previous=None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -148,7 +149,16 @@ class OwnerTotals:
 
 async def owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters) -> OwnerTotals:
     """The running totals of the user's episodes (one index lookup, not a count of rows)."""
-    cur = await conn.execute(_COUNT_SQL, filters.params())
+    return await read_owner_totals(await send_owner_totals(conn, filters))
+
+
+async def send_owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters) -> psycopg.AsyncCursor[Any]:
+    """``owner_totals`` sent, to be read with ``read_owner_totals``: on a connection in pipeline
+    mode it travels with whatever the caller reads first."""
+    return await conn.cursor().execute(_COUNT_SQL, filters.params())
+
+
+async def read_owner_totals(cur: psycopg.AsyncCursor[Any]) -> OwnerTotals:
     row = await cur.fetchone()
     return OwnerTotals(int(row[0]), int(row[1])) if row else OwnerTotals(0, 0)
 
@@ -346,27 +356,46 @@ _SKILL_AS_SMALL = (
 _SKILL_TSV = "to_tsvector(%(config)s::regconfig, name || ' ' || description)"
 _SMALL_BRANCHES: dict[tuple[Kind, str], str] = {
     ("fact", "vector"): "SELECT 'fact' AS kind, 'vector' AS list, {fact}, embedding <=> %(embedding)s AS distance,"
-    " NULL::real AS text_rank FROM facts WHERE {fact_where} AND embedding_model = %(model)s"
-    " ORDER BY distance LIMIT %(limit)s",
+    " NULL::real AS text_rank FROM visible_facts WHERE embedding_model = %(model)s ORDER BY distance LIMIT %(limit)s",
     ("fact", "text"): "SELECT 'fact', 'text', {fact}, NULL::float8, ts_rank_cd(tsv, t.q) AS text_rank"
-    " FROM facts, {q} WHERE {fact_where} AND tsv @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s",
+    " FROM visible_facts, {q} WHERE tsv @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s",
     ("skill", "vector"): "SELECT 'skill', 'vector', {skill}, embedding <=> %(embedding)s AS distance, NULL::real"
-    " FROM {skills} WHERE {skill_where} AND embedding_model = %(model)s ORDER BY distance LIMIT %(limit)s",
+    " FROM visible_skills WHERE embedding_model = %(model)s ORDER BY distance LIMIT %(limit)s",
     ("skill", "text"): "SELECT 'skill', 'text', {skill}, NULL::float8, ts_rank_cd({skill_tsv}, t.q) AS text_rank"
-    " FROM {skills}, {q} WHERE {skill_where} AND {skill_tsv} @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s",
+    " FROM visible_skills, {q} WHERE {skill_tsv} @@ t.q ORDER BY text_rank DESC LIMIT %(limit)s",
 }
 
 
 @functools.lru_cache(maxsize=16)
 def _small_sql(kinds: tuple[Kind, ...], lists: tuple[str, ...]) -> str:
-    """Facts' and skills' lists (``kinds`` among fact, skill; ``lists`` among vector, text) as one statement."""
-    parts = {
-        "fact": sql.SQL(_FACT_AS_SMALL), "skill": sql.SQL(_SKILL_AS_SMALL), "fact_where": sql.SQL(_FACT_WHERE),
-        "skill_where": sql.SQL(_SKILL_WHERE), "skills": sql.SQL(VISIBLE_SKILLS), "q": sql.SQL(_OR_QUERY),
-        "skill_tsv": sql.SQL(_SKILL_TSV),
-    }  # fmt: skip
-    branches = [sql.SQL("(" + _SMALL_BRANCHES[kind, name] + ")").format(**parts) for kind in kinds for name in lists]
-    return sql.SQL(" UNION ALL ").join(branches).as_string(None)
+    """Facts' and skills' lists (``kinds`` among fact, skill; ``lists`` among vector, text) as
+    one statement. Each kind's rows the caller may see are named once, for both its lists
+    (``NOT MATERIALIZED``: each list is planned as if written out, through its indexes)."""
+    parts = {"fact": sql.SQL(_FACT_AS_SMALL), "skill": sql.SQL(_SKILL_AS_SMALL), "q": sql.SQL(_OR_QUERY),
+             "skill_tsv": sql.SQL(_SKILL_TSV)}  # fmt: skip
+    visible = {
+        "fact": sql.SQL("visible_facts AS NOT MATERIALIZED (SELECT * FROM facts WHERE {})").format(
+            sql.SQL(_FACT_WHERE)
+        ),
+        "skill": sql.SQL("visible_skills AS NOT MATERIALIZED (SELECT * FROM {} WHERE {})").format(
+            sql.SQL(VISIBLE_SKILLS), sql.SQL(_SKILL_WHERE)
+        ),
+    }
+    statement = sql.SQL("WITH {} {}").format(
+        sql.SQL(", ").join(visible[kind] for kind in kinds),
+        sql.SQL(" UNION ALL ").join(
+            sql.SQL("(" + _SMALL_BRANCHES[kind, name] + ")").format(**parts) for kind in kinds for name in lists
+        ),
+    )
+    return _compact(statement.as_string(None))
+
+
+def _compact(statement: str) -> str:
+    """``statement`` with every run of blanks outside quoted literals one space: psycopg keeps
+    its parse of a statement's placeholders only for statements of up to 4,096 characters
+    (``MAX_CACHED_STATEMENT_LENGTH``), and the filters' indentation takes some over."""
+    parts = re.split(r"('(?:[^']|'')*')", statement)
+    return "".join(part if i % 2 else re.sub(r"\s+", " ", part) for i, part in enumerate(parts)).strip()
 
 
 def _kinds(filters: Filters) -> list[Kind]:
