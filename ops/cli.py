@@ -61,26 +61,34 @@ def _gateway(_: argparse.Namespace, settings: Settings) -> int:
     with tempfile.TemporaryDirectory(prefix="memstream-gateway-metrics-") if several else nullcontext() as counters:
         if counters is not None:  # the processes' counters, summed by whichever answers a scrape
             os.environ[MULTIPROCESS_DIR] = counters
-        _serve(settings, several=several)
-    return 0
+        return _serve(settings, several=several)
 
 
-def _serve(settings: Settings, *, several: bool) -> None:
+def _serve(settings: Settings, *, several: bool) -> int:
     import uvicorn
 
     from agents_gateway.app import create_app
     from agents_gateway.limits import server_options
 
-    uvicorn.run(
-        f"{__name__}:{gateway_app.__name__}" if several else create_app(settings),
-        factory=several,
-        workers=settings.gateway_workers if several else None,
-        host=settings.gateway_host,
-        port=settings.gateway_port,
-        log_level=settings.log_level.lower(),
-        access_log=False,
+    options: dict[str, Any] = {
+        "log_level": settings.log_level.lower(),
+        "access_log": False,
         **server_options(settings),  # header size and read timeout, keep-alive, concurrency cap
-    )
+    }
+    if several:  # each process with its own socket: ops/gateway_processes.py says why
+        from ops.gateway_processes import GatewayProcesses
+
+        app = f"{__name__}:{gateway_app.__name__}"
+        try:
+            processes = GatewayProcesses({"app": app, "factory": True, **options}, host=settings.gateway_host,
+                                         port=settings.gateway_port, count=settings.gateway_workers)  # fmt: skip
+        except OSError as exc:  # as uvicorn says it for one process
+            print(f"error while attempting to bind on {settings.gateway_host}:{settings.gateway_port}: {exc}",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        return processes.run()
+    uvicorn.run(create_app(settings), host=settings.gateway_host, port=settings.gateway_port, **options)
+    return 0
 
 
 def _migrate(_: argparse.Namespace, settings: Settings) -> int:

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 from urllib.parse import urlsplit
 
 import httpx
 import psutil
 
-from tests.fixtures.stack import RunningStack, serve_gateway
+from tests.fixtures.stack import RunningStack, serve_gateway, settings_env
 
 
 def postgres_connections(process: psutil.Process, port: int) -> int:
@@ -53,3 +55,71 @@ def test_each_gateway_process_serves_with_its_own_pool_and_limits(stack: Running
             answer = raw.recv(4096)
         assert answer.startswith(b"HTTP/1.1 408"), answer
         assert time.monotonic() - started < 4
+
+
+def all_listening(workers: list[psutil.Process], port: int) -> bool:
+    """Whether every process listens on ``port`` (within 30 s: the first may answer before the
+    second has started)."""
+
+    def listening(w: psutil.Process) -> bool:
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in w.net_connections("tcp"))
+
+    deadline = time.monotonic() + 30
+    while not all(listening(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return all(listening(w) for w in workers)
+
+
+def test_connections_opened_together_spread_over_the_processes(stack: RunningStack) -> None:
+    """uvicorn's shared socket let the first process to wake accept a whole burst: 16 agents
+    that connected together were all served by one process (ops/gateway_processes.py)."""
+    with serve_gateway(stack, "gateway-spread", {"MEMSTREAM_GATEWAY_WORKERS": "2"}) as served:
+        assert served.process.pid is not None
+        workers = [p for p in psutil.Process(served.process.pid).children(recursive=True)
+                   if "spawn_main" in " ".join(p.cmdline())]  # fmt: skip
+        assert len(workers) == 2
+        assert all_listening(workers, served.port), "each process listens on a socket of its own"
+        held = [socket.create_connection(("127.0.0.1", served.port), timeout=5) for _ in range(16)]
+        try:
+            for conn in held:  # every connection answered, and kept open
+                conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            for conn in held:
+                assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+            per_process = [
+                sum(1 for c in w.net_connections(kind="tcp") if c.laddr and c.laddr.port == served.port
+                    and c.status == psutil.CONN_ESTABLISHED)
+                for w in workers
+            ]  # fmt: skip
+        finally:
+            for conn in held:
+                conn.close()
+        assert sum(per_process) == 16 and min(per_process) >= 1, per_process
+
+
+def test_a_gateway_process_that_dies_is_replaced_and_a_taken_port_fails_at_once(stack: RunningStack) -> None:
+    with serve_gateway(stack, "gateway-restart", {"MEMSTREAM_GATEWAY_WORKERS": "2"}) as served:
+        assert served.process.pid is not None
+        parent = psutil.Process(served.process.pid)
+
+        def workers() -> set[int]:
+            return {p.pid for p in parent.children(recursive=True) if "spawn_main" in " ".join(p.cmdline())}
+
+        first = workers()
+        assert len(first) == 2 and all_listening([psutil.Process(p) for p in first], served.port)
+        victim = min(first)
+        psutil.Process(victim).kill()
+        deadline = time.monotonic() + 30
+        while (len(workers()) != 2 or victim in workers()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(workers()) == 2 and victim not in workers(), "another process took its place"
+        assert all_listening([psutil.Process(p) for p in workers()], served.port)
+        with httpx.Client(base_url=served.url, headers={"connection": "close"}, timeout=10) as client:
+            assert all(client.get("/healthz").status_code == 200 for _ in range(10))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {**settings_env(stack.settings), "MEMSTREAM_GATEWAY_PORT": str(port), "MEMSTREAM_GATEWAY_WORKERS": "2"}
+        done = subprocess.run([sys.executable, "-m", "ops", "gateway"], env=env, capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+    assert done.returncode == 1 and f"127.0.0.1:{port}" in done.stderr and "in use" in done.stderr, done.stderr
