@@ -355,8 +355,9 @@ class Settings(BaseSettings):
         default=1,
         ge=1,
         le=64,
-        description="Gateway processes sharing its port (`memstream up --gateway-workers N`). Each has its own "
-        "Postgres pool (gateway_pool_size), caches and in-flight shares: the per-process limits below hold in each.",
+        description="Gateway processes on its port, each listening on a socket of its own (SO_REUSEPORT; "
+        "`memstream up --gateway-workers N`). Each has its own Postgres pool (gateway_pool_size), caches and "
+        "in-flight shares: the per-process limits below hold in each.",
     )
     gateway_pool_size: int = Field(
         default=16, ge=2, le=500, description="Postgres connections of one gateway process, at most."

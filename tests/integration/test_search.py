@@ -172,6 +172,17 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
                 hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, scan="hnsw")
                 plan = await conn.execute("EXPLAIN SELECT 1 FROM episodes ORDER BY created_at")
                 assert "Sort" in "".join(r[0] for r in await plan.fetchall()), "the planner's settings are back"
+            settings = "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), " \
+                "current_setting('enable_sort')"  # fmt: skip
+            for text in ("which valkey note", "which of them is it"):  # the second: stopwords only
+                async with conn.transaction():
+                    near, matched = await retrieval.candidate_lists(
+                        conn, scope, embedding=query, text=text, model=EMBEDDER.model_name, limit=6, scan="hnsw"
+                    )
+                    assert [c.id for c in near] == [r.id for r in exact]
+                    assert (matched == []) is (text == "which of them is it")
+                    back = await (await conn.execute(settings)).fetchone()
+                    assert back == ("on", "on", "on"), f"after {text!r}, the terms statement turned them back on"
         assert [r.id for r in hnsw] == [r.id for r in exact]
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}

@@ -189,19 +189,29 @@ def _vector_sql(strategy: VectorScan, dim: int) -> str:
 
 #: The query's lexemes (stemmed, stopwords dropped), how many live episodes the user has and
 #: in how many each lexeme occurs: the running totals the reader may see (RLS), one round trip.
-#: It also asks for custom plans for the rest of the transaction (``plan_cache_mode``, once,
-#: as an init plan): the episodes' text query follows, and a generic plan cannot see how
-#: selective its filter's words are. Statements sent before it in its pipeline keep theirs.
+#: It also sets what the statements after it are planned with, for the rest of the
+#: transaction (``_AFTER_HNSW``: the planner's scans back on after an HNSW search, and custom
+#: plans: the episodes' text query follows, and a generic plan cannot see how selective its
+#: filter's words are). That setting is the preserved side of a left join, so it happens even
+#: for a query without a lexeme (then one row of NULLs: ``_lexemes`` drops it).
 _TERMS_SQL = (
     "SELECT l.lexeme,"
     " (SELECT coalesce(sum(c.episodes), 0) FROM episode_counts c"
     "   WHERE c.tenant_id = %(tenant_id)s AND c.user_id = %(user_id)s) AS n,"
     " (SELECT coalesce(sum(t.df), 0) FROM episode_terms t"
     "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df,"
-    " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag,"
-    " (SELECT set_config('plan_cache_mode', 'force_custom_plan', true)) AS plans"
-    " FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme)"
+    " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag"
+    " FROM (SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true),"
+    "   set_config('enable_bitmapscan', 'on', true), set_config('enable_sort', 'on', true)) AS planning"
+    " LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme) ON true"
 )
+
+
+def _lexemes(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``_TERMS_SQL``'s rows of lexemes (without the row of NULLs of a query that has none)."""
+    return [row for row in rows if row[0] is not None]
+
+
 #: Episodes holding any selective lexeme, scored by BM25 with a term frequency of one (turns
 #: are short): the IDF of the lexemes each holds, times BM25's length normalisation against
 #: the candidates' mean length (``BM25_K1``, ``BM25_B``). Only the best ``%(limit)s`` have their
@@ -350,8 +360,8 @@ _FACT_AS_SMALL = (
 _SKILL_AS_SMALL = (
     "skill_id AS id, 'skill' AS memory_type, name AS content, coalesce(last_used_at, created_at) AS created_at,"
     " NULL::real AS importance, NULL::text[] AS tags, vector_send(embedding), NULL::text AS session_id,"
-    " NULL::text AS project_id,"
-    " NULL::text AS agent_id, NULL::text AS scope, name AS entity, steps, attempts, successes, last_feedback"
+    " NULL::text AS project_id, NULL::text AS agent_id, NULL::text AS scope, name AS entity, steps, attempts,"
+    " successes, last_feedback"
 )
 _SKILL_TSV = "to_tsvector(%(config)s::regconfig, name || ' ' || description)"
 _SMALL_BRANCHES: dict[tuple[Kind, str], str] = {
@@ -512,16 +522,18 @@ async def candidate_lists(
     hnsw = scan == "hnsw"
     episodes = "episode" in kinds
     async with conn.pipeline():
+        if small and lists:  # first: planned as usual
+            await small_cursor.execute(_small_sql(small, lists), params)
         if episodes and embedding is not None:
             if hnsw:
                 await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
             await near.execute(_vector_sql(scan, int(embedding.shape[0])), params)
-            if hnsw:  # back for the rest of the transaction (an error aborts it: nothing else runs)
-                await conn.execute(_HNSW_OFF)
-        if small and lists:
-            await small_cursor.execute(_small_sql(small, lists), params)
-        if episodes and text is not None:  # last: it asks for custom plans (the text query's)
+        # The planner's scans back on for the rest of the transaction (an error aborts it:
+        # nothing else runs): the terms statement does it, else a statement of its own.
+        if episodes and text is not None:
             await terms_cursor.execute(_TERMS_SQL, params)
+        elif hnsw and episodes and embedding is not None:
+            await conn.execute(_HNSW_OFF)
     by_vector: list[Candidate] = []
     if episodes and embedding is not None:
         rows = await near.fetchall()
@@ -534,7 +546,7 @@ async def candidate_lists(
         for list_, candidate in map(_small, await small_cursor.fetchall()):
             (by_vector if list_ == "vector" else by_kind[candidate.kind]).append(candidate)
     by_vector.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
-    terms = await terms_cursor.fetchall() if episodes and text is not None else []
+    terms = _lexemes(await terms_cursor.fetchall()) if episodes and text is not None else []
     df = {str(r[0]): int(r[2]) for r in terms}
     query = _episode_text(params, df, int(terms[0][1]), str(terms[0][3])) if terms else None
     if query is not None:
