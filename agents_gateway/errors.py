@@ -11,6 +11,7 @@ import redis.exceptions
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match
 
@@ -147,6 +148,14 @@ def install_error_handlers(app: FastAPI) -> None:
         # A value the store cannot hold (out of range, invalid text) that validation let through.
         log.warning("%s %s: a value the store refused: %s", request.method, request.url.path, exc)
         return error_response(422, "invalid_value", "a value is outside what memstream can store")
+
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, _: ClientDisconnect) -> JSONResponse:
+        # The client's doing, and nobody is left to answer: one line, not a server failure's
+        # traceback (a client that closes mid-body could fill the log with them).
+        log.info("%s %s: the client closed the connection before sending its whole request",
+                 request.method, request.url.path)  # fmt: skip
+        return error_response(400, "client_disconnected", "the connection closed before the whole request arrived")
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:

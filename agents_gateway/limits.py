@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 from collections import Counter as Tally
+from functools import partial
 from typing import Any
 
 import orjson
@@ -36,6 +38,8 @@ from agents_gateway.errors import error_response
 from agents_gateway.ops_token import operational, ops_refusal
 from agents_gateway.state import gateway_state
 from memstream.settings import Settings
+
+log = logging.getLogger(__name__)
 
 TURNS_PATH = "/v1/turns"
 
@@ -289,6 +293,28 @@ class GuardedH11Protocol(H11Protocol):
     _header_timer: asyncio.TimerHandle | None = None
     _header_cycle: object = None
     _header_bytes = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn answers a request over its concurrency cap with a text/plain 503 of its own;
+        # the same cap answered here, in the error shape and with Retry-After.
+        self._cap, self.limit_concurrency = self.limit_concurrency, None
+        if self._cap is not None:
+            self.app = partial(self._capped, self.app)
+
+    async def _capped(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        # As uvicorn counts: this connection is among ``connections``, this request's task
+        # among ``tasks`` already (uvicorn checked before creating it).
+        if len(self.connections) >= self._cap or len(self.tasks) > self._cap:  # type: ignore[operator]
+            log.warning("over the concurrency cap of %s connections or requests: 503", self._cap)
+            message = "this gateway process is at its concurrency cap: retry"
+            body = orjson.dumps({"error": {"code": "over_capacity", "message": message, "details": []}})
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                       (b"retry-after", b"1"), (b"connection", b"close")]  # fmt: skip
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)

@@ -130,7 +130,10 @@ class EmbeddedStack:
                 workers_seen += 1
             process = ManagedProcess(
                 name=name,
-                argv=[sys.executable, "-m", "ops", *command],
+                # -P: not the working directory first on sys.path ("python -m" puts it there),
+                # so a file there named like a module memstream imports (mcp.py, fastapi.py)
+                # is never run by memstream's processes (nor by the ones they spawn).
+                argv=[sys.executable, "-P", "-m", "ops", *command],
                 env=own_env,
                 log_path=self.log_dir / f"{name}.log" if log_to_files else None,
                 stop_timeout_s=20.0,

@@ -106,7 +106,14 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
         stop(up)
         assert not (tmp_path / "data" / "stack.json").exists()
 
-        up = subprocess.Popen([sys.executable, "-m", "ops", "up"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        # Again from a directory holding files named like modules memstream imports, with two
+        # gateway processes: none of memstream's processes (nor theirs) may import them.
+        planted = tmp_path / "planted"
+        planted.mkdir()
+        for module in ("mcp", "fastapi", "psycopg", "uvicorn"):
+            (planted / f"{module}.py").write_text("raise SystemExit('planted module imported')\n")
+        up = subprocess.Popen([sys.executable, "-P", "-m", "ops", "up", "--gateway-workers", "2"], env=env, stdout=log,
+                              stderr=subprocess.STDOUT, cwd=planted)  # fmt: skip
         wait_ready(up, url, log_path)
         # `memstream migrate` against the running stack grants the app role what it needs again.
         owner_url = orjson.loads((tmp_path / "data" / "stack.json").read_bytes())["env"]["MEMSTREAM_DATABASE_OWNER_URL"]
@@ -127,7 +134,11 @@ def test_up_demo_ctrl_c_and_restart(tmp_path: Path) -> None:
             headers={"authorization": f"Bearer {key}"},
         ).json()
         assert any("dark mode" in h["content"] for h in hits["hits"]), "memory did not survive the restart"
+        workers = [c for c in psutil.Process(up.pid).children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+        assert len(workers) == 2, "two gateway processes"
         stop(up)
+        logs = [p.read_text(errors="replace") for p in tmp_path.rglob("*.log")]
+        assert logs and not any("planted module imported" in text for text in logs)
     finally:
         if up.poll() is None:  # a failure above: the whole tree goes, and is reaped (no leak into the next test)
             children = psutil.Process(up.pid).children(recursive=True)

@@ -453,3 +453,54 @@ def test_slow_bodies_of_one_key_cannot_take_every_connection(stack: RunningStack
         while whoami(key_a).status_code != 200:  # a closed connection gives its place back
             assert time.monotonic() < deadline, "the in-flight count was not given back"
             time.sleep(0.1)
+
+
+def test_over_the_concurrency_cap_a_request_gets_503_in_the_error_shape(stack: RunningStack) -> None:
+    """uvicorn answered it in text/plain, without Retry-After (a red team's finding)."""
+    with serve_gateway(stack, "gateway-cap", {"MEMSTREAM_GATEWAY_MAX_CONCURRENCY": "3"}) as gateway:
+        idle = [socket.create_connection(("127.0.0.1", gateway.port), timeout=10) for _ in range(3)]
+        try:
+            with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n")
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += sock.recv(65536)
+                status, body = read_response_from(sock, data)
+            assert status == 503, body
+            assert orjson.loads(body)["error"]["code"] == "over_capacity"
+            assert b"\r\nretry-after: 1\r\n" in data.lower() and b"application/json" in data.lower()
+        finally:
+            for conn in idle:
+                conn.close()
+        time.sleep(0.5)  # the idle connections are gone: below the cap again
+        assert httpx.get(f"http://127.0.0.1:{gateway.port}/healthz", timeout=10).status_code == 200
+
+
+def read_response_from(sock: socket.socket, data: bytes) -> tuple[int, bytes]:
+    """``read_response`` of a response whose head is already in ``data``."""
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
+                   if line.lower().startswith(b"content-length:")), 0)  # fmt: skip
+    while len(body) < length:
+        more = sock.recv(65536)
+        if not more:
+            break
+        body += more
+    return int(head.split(b" ")[1]), body[:length]
+
+
+def test_a_client_that_leaves_mid_body_is_one_line_in_the_log(stack: RunningStack, tenant: str) -> None:
+    """Each such request logged a server failure with a 60-line traceback (a red team's
+    finding: a client could fill the log). ``serve_gateway`` fails on a traceback in it."""
+    with serve_gateway(stack, "gateway-left") as gateway:
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", gateway.port), timeout=10) as sock:
+                sock.sendall(
+                    f"POST /v1/turns HTTP/1.1\r\nhost: gateway\r\nauthorization: Bearer {stack.key(tenant)}\r\n"
+                    "content-type: application/json\r\ncontent-length: 1000\r\n\r\n[".encode()
+                )
+        deadline = time.monotonic() + 10
+        while "before sending its whole request" not in gateway.process.tail(400) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "before sending its whole request" in gateway.process.tail(400)
+        assert httpx.get(f"http://127.0.0.1:{gateway.port}/healthz", timeout=10).status_code == 200
