@@ -307,12 +307,9 @@ class GuardedH11Protocol(H11Protocol):
         # among ``tasks`` already (uvicorn checked before creating it).
         if len(self.connections) >= self._cap or len(self.tasks) > self._cap:  # type: ignore[operator]
             log.warning("over the concurrency cap of %s connections or requests: 503", self._cap)
-            message = "this gateway process is at its concurrency cap: retry"
-            body = orjson.dumps({"error": {"code": "over_capacity", "message": message, "details": []}})
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                       (b"retry-after", b"1"), (b"connection", b"close")]  # fmt: skip
-            await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            refusal = error_response(503, "over_capacity", "this gateway process is at its concurrency cap: retry",
+                                     headers={"retry-after": "1", "connection": "close"})  # fmt: skip
+            await refusal(scope, receive, send)
             return
         await app(scope, receive, send)
 
