@@ -24,6 +24,7 @@ from agents_gateway.models import TurnBatchIn, TurnIn
 from agents_gateway.openapi import complete
 from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
+from agents_gateway.retrieval.recent import RecentSearches
 from agents_gateway.routes import (
     context,
     explorer,
@@ -129,9 +130,15 @@ def create_app(settings: Settings) -> FastAPI:
             tokens=TokenCounter(),
             llm=build_llm(settings),
             vector_index=IndexWatch(embedder.model_name),
+            searches=RecentSearches(ttl_s=settings.search_cache_s, max_entries=settings.search_cache_entries),
         )
         state.metrics.watch(
-            caches=lambda: {"auth": state.auth, "tenant_settings": state.policies, "embedding": _cache(state.embedder)},
+            caches=lambda: {
+                "auth": state.auth,
+                "tenant_settings": state.policies,
+                "embedding": _cache(state.embedder),
+                "search": state.searches,
+            },
             llms=lambda: [state.llm],
         )
         state.access.start()

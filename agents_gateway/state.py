@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import redis.asyncio as aioredis
 from fastapi import Depends
@@ -13,6 +13,7 @@ from starlette.requests import HTTPConnection
 from agents_gateway.metrics import GatewayMetrics
 from agents_gateway.producer import TurnProducer
 from agents_gateway.retrieval.access import AccessRecorder
+from agents_gateway.retrieval.recent import RecentSearches
 from memstream.embedder import Embedder
 from memstream.llm.base import LLMClient
 from memstream.settings import Settings
@@ -47,6 +48,8 @@ class GatewayState:
     llm: LLMClient | None
     #: Whether the HNSW index is there to use (``vector_index=auto`` builds it when needed).
     vector_index: IndexWatch
+    #: Answers to searches repeated within seconds (``retrieval/recent.py``), this process's.
+    searches: RecentSearches[Any]
 
 
 def gateway_state(connection: HTTPConnection) -> GatewayState:

@@ -18,7 +18,10 @@ each request on the client:
 - ``GET /v1/search?user_id=&q=&k=10`` (hybrid: vector + full text over every kind, RRF,
   decay, boosts, MMR);
 - ``GET /v1/context?user_id=&session_id=&project_id=&query=&budget=2000`` (facts, the
-  session buffer, and a search with the rules decomposition, packed to the budget).
+  session buffer, and a search with the rules decomposition, packed to the budget);
+- ``search_repeated``: the search above, each question asked three times in a row by one
+  client, as an ADK agent's model calls in one turn each search (``PreloadMemoryTool``): the
+  second and third are answered from the gateway's cache of repeated searches.
 
 ``--users N --per-user M`` is the tenant-scale mode instead: N users of one tenant with M
 memories each (``--users 1000 --per-user 1000`` is a million rows), searched one random
@@ -31,8 +34,8 @@ workers and this client, from ``/proc``; on two cores the sum is what bounds req
 and how the nearest episodes were found (``vector_scan``: exact or hnsw, per request); a
 request the gateway refuses with a 5xx (503 when its pool gives no connection within 30 s)
 is counted in ``errors`` and its wait is in the latencies (``ok`` counts the 200s). The
-queries are the user's next messages, each one different (the gateway caches query
-embeddings, so a repeated query would be cheaper).
+queries are the user's next messages, none asked twice in a run outside ``search_repeated``
+(the gateway caches query embeddings and answers a repeated search from memory).
 The whole stack (Postgres, Redis, broker, ingest worker, gateway) and this client share
 the machine's cores, so the figures include that contention. No facts or skills are
 loaded: the memory worker is off, so those tables are empty.
@@ -217,10 +220,11 @@ class Run:
 
 
 async def fire(
-    url: str, api_key: str, path: str, params: Sequence[Mapping[str, str | int]], *, concurrency: int
+    url: str, api_key: str, path: str, params: Sequence[Mapping[str, str | int]], *, concurrency: int, repeat: int = 1
 ) -> Run:
-    """GET ``path`` once per params, from ``concurrency`` tasks sharing one queue; a 4xx is a
-    bug of this benchmark and stops it, a 5xx is counted and the run goes on."""
+    """GET ``path`` once per params (``repeat`` times in a row, by one task), from
+    ``concurrency`` tasks sharing one queue; a 4xx is a bug of this benchmark and stops it, a
+    5xx is counted and the run goes on."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     headers = {"authorization": f"Bearer {api_key}"}
     latencies: list[float] = []
@@ -230,7 +234,7 @@ async def fire(
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=120) as client:
 
         async def worker() -> None:
-            for query in queue:
+            for query in (q for q in queue for _ in range(repeat)):
                 started = time.perf_counter()
                 response = await client.get(path, params=dict(query))
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -263,38 +267,62 @@ def summary(run: Run) -> dict[str, Any]:
     }
 
 
-def search_params(rng: random.Random, n: int, users: Sequence[str] = (USER,)) -> list[dict[str, str | int]]:
-    return [{"user_id": rng.choice(users), "q": query_text(rng), "k": 10} for _ in range(n)]
+class Questions:
+    """The user's next messages (``query_text``), none asked twice in a run: the gateway answers
+    a repeated search from its cache (``search_cache_s``), and the runs measure searches, not
+    lookups (``repeat`` measures those)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.asked: set[str] = set()
+
+    def __call__(self) -> str:
+        text = query_text(self.rng)
+        while text in self.asked:
+            text = f"{query_text(self.rng)} It is {reference(self.rng)}."
+        self.asked.add(text)
+        return text
 
 
-def context_params(rng: random.Random, n: int) -> list[dict[str, str | int]]:
+def search_params(ask: Questions, n: int, users: Sequence[str] = (USER,)) -> list[dict[str, str | int]]:
+    return [{"user_id": ask.rng.choice(users), "q": ask(), "k": 10} for _ in range(n)]
+
+
+def context_params(ask: Questions, n: int) -> list[dict[str, str | int]]:
     session, project = session_of(0)
     assert project is not None
     return [
-        {"user_id": USER, "session_id": session, "project_id": project, "query": query_text(rng), "budget": 2000}
+        {"user_id": USER, "session_id": session, "project_id": project, "query": ask(), "budget": 2000}
         for _ in range(n)
     ]
 
 
+#: ``search_repeated``: each question asked this many times in a row by one client (an ADK
+#: agent's model calls in one turn each search, ``PreloadMemoryTool``).
+REPEAT = 3
+
+
 async def measure(
-    url: str, api_key: str, rng: random.Random, *, requests: int, concurrency: Sequence[int], warmup: int
+    url: str, api_key: str, ask: Questions, *, requests: int, concurrency: Sequence[int], warmup: int
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Both endpoints at every concurrency; also what the gateway said it used (model, tokenizer)."""
+    """Both endpoints at every concurrency, and searches asked ``REPEAT`` times in a row; also
+    what the gateway said it used (model, tokenizer)."""
     out: dict[str, Any] = {}
     used: dict[str, str] = {}
-    for name, path, make in (
-        ("search", "/v1/search", search_params),
-        ("context", "/v1/context", context_params),
+    for name, path, make, repeat in (
+        ("search", "/v1/search", search_params, 1),
+        ("context", "/v1/context", context_params, 1),
+        ("search_repeated", "/v1/search", search_params, REPEAT),
     ):
         out[name] = {}
         for n in concurrency:
-            await fire(url, api_key, path, make(rng, max(warmup, n)), concurrency=n)
-            run = await fire(url, api_key, path, make(rng, requests), concurrency=n)
+            await fire(url, api_key, path, make(ask, max(warmup, n)), concurrency=n)
+            run = await fire(url, api_key, path, make(ask, max(1, requests // repeat)), concurrency=n, repeat=repeat)
             figures = summary(run)
             if not run.bodies:
                 raise RuntimeError(f"GET {path}: no request answered at concurrency {n} ({run.errors})")
             figures["vector_scan"] = dict(sorted(Counter(str(b.get("vector_scan")) for b in run.bodies).items()))
-            if name == "search":
+            if name != "context":
                 used["embedding_model"] = run.bodies[0]["embedding_model"]
                 figures["hits_mean"] = round(statistics.fmean(len(b["hits"]) for b in run.bodies), 1)
             else:
@@ -311,6 +339,7 @@ async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway
     """``--users N --per-user M``: N users of one tenant with M memories each; each search is
     one random user's (the index and the tables hold every user's rows)."""
     rng = random.Random(args.seed)
+    ask = Questions(rng)
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     api_key = issue_key(settings, tenant_id=tenant, scopes=["read"], name="bench.read", rate_limit_per_s=1e6)
     writers = Writers(WordLlamaEmbedder(), TokenCounter())
@@ -331,8 +360,8 @@ async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway
         "search": {},
     }  # fmt: skip
     for n in args.concurrency:
-        await fire(gateway_url, api_key, "/v1/search", search_params(rng, max(args.warmup, n), users), concurrency=n)
-        result = await fire(gateway_url, api_key, "/v1/search", search_params(rng, args.requests, users), concurrency=n)
+        await fire(gateway_url, api_key, "/v1/search", search_params(ask, max(args.warmup, n), users), concurrency=n)
+        result = await fire(gateway_url, api_key, "/v1/search", search_params(ask, args.requests, users), concurrency=n)
         if not result.bodies:
             raise RuntimeError(f"GET /v1/search: no request answered at concurrency {n} ({result.errors})")
         figures = summary(result)
@@ -344,6 +373,7 @@ async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway
 
 async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) -> dict[str, Any]:
     rng = random.Random(args.seed)
+    ask = Questions(rng)
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     api_key = issue_key(settings, tenant_id=tenant, scopes=["ingest", "read"], name="bench.read", rate_limit_per_s=1e6)
     writers = Writers(WordLlamaEmbedder(), TokenCounter())
@@ -372,7 +402,7 @@ async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) ->
         loaded = size
         settle(settings, writers.embedder)
         figures, used = await measure(
-            gateway_url, api_key, rng, requests=args.requests, concurrency=args.concurrency, warmup=args.warmup
+            gateway_url, api_key, ask, requests=args.requests, concurrency=args.concurrency, warmup=args.warmup
         )
         if used["embedding_model"] != writers.embedder.model_name:
             raise RuntimeError(f"the gateway embeds with {used['embedding_model']}, the memories with another model")

@@ -303,6 +303,16 @@ class Settings(BaseSettings):
         ge=1,
         description="Candidates each search list (vector, full text) yields before fusion (at least the k asked for).",
     )
+    search_cache_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=3600,
+        description="Seconds a gateway process answers a repeated identical search (an agent framework asking"
+        " on every model call) from memory, while the user's memory is unchanged; 0: never.",
+    )
+    search_cache_entries: int = Field(
+        default=2048, ge=0, description="Most answers each gateway process keeps for repeated searches."
+    )
     context_relative_floor: float = Field(
         default=0.25,
         ge=0,

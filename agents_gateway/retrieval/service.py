@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -57,16 +57,26 @@ async def search(
     totals: OwnerTotals | None = None,
     spare: SpareConnection | None = None,
 ) -> tuple[list[Hit], Decomposition, VectorScan]:
+    now_given = now is not None  # an answer "as of" another time is not a repeat of a current one
     now = now or datetime.now(UTC)
     settings = state.settings
     tenant = await state.policies.settings(filters.tenant_id, conn)
     auto = settings.vector_index == "auto"
+    totals = totals or await owner_totals(conn, filters)
     scan = choose_scan(
         settings.vector_index,
-        (totals or await owner_totals(conn, filters)).episodes if auto else 0,
+        totals.episodes if auto else 0,
         hnsw_min_episodes=settings.hnsw_min_episodes,
         index_ready=auto and await state.vector_index.ready(conn),
     )
+    # Everything the answer depends on (recent.py); the generation was read in this transaction.
+    cacheable = not now_given and totals.generation is not None
+    key = (filters, agent_id, query, k, method, toggles, tenant.ranking, tenant.text_search_config,
+           state.embedder.model_name, scan, totals.generation)  # fmt: skip
+    if cacheable and (cached := state.searches.get(key)) is not None:
+        hits, decomposition = cached
+        _note_access(state, filters.tenant_id, hits)
+        return list(hits), decomposition, scan
     decomposition = await decompose(
         query, method=method, session_id=filters.session_id,
         previous_session_id=await previous_session(
@@ -94,12 +104,22 @@ async def search(
         text_config=tenant.text_search_config or settings.text_search_config,
     )  # fmt: skip
     hits = await hybrid_search(conn, spec, state.embedder, now=now, spare=spare)
+    _note_access(state, filters.tenant_id, hits)
+    if cacheable and state.searches.enabled:
+        kept = tuple(Hit(replace(h.candidate, embedding=b""), h.scored, h.sub_queries) for h in hits)  # MMR is done
+        state.searches.put(
+            key, (kept, decomposition), chars=sum(len(h.candidate.content) for h in hits), now=now,
+            expiries=[h.candidate.expires_at for h in hits if h.candidate.expires_at is not None],
+        )  # fmt: skip
+    return hits, decomposition, scan
+
+
+def _note_access(state: GatewayState, tenant_id: str, hits: Sequence[Hit]) -> None:
     state.access.note(
-        filters.tenant_id,
+        tenant_id,
         episodes=[h.candidate.id for h in hits if h.candidate.kind == "episode"],
         facts=[h.candidate.id for h in hits if h.candidate.kind == "fact"],
     )
-    return hits, decomposition, scan
 
 
 def to_hit(hit: Hit) -> SearchHit:

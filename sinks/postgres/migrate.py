@@ -28,6 +28,8 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     # Kept by the triggers on episodes (migration 0009): the app only reads them.
     "episode_counts": ("SELECT",),
     "episode_terms": ("SELECT",),
+    # Kept by the triggers on what a read returns (migration 0014): the app only reads it.
+    "memory_generations": ("SELECT",),
     "facts": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     "edges": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     # INSERT: a skill's first outcome (ON CONFLICT DO NOTHING); its counters are in skill_runs.

@@ -80,6 +80,8 @@ class Candidate:
     entity: str | None = None
     distance: float | None = None
     text_rank: float | None = None
+    #: When the memory stops being returned (None: never): a cached answer holding it ends then.
+    expires_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,7 +96,7 @@ _EPISODE_WHERE = """
 """
 _EPISODE_COLUMNS = (
     "event_id AS id, memory_type, content, created_at, importance, tags, vector_send(embedding), session_id,"
-    " project_id, agent_id, role"
+    " project_id, agent_id, role, expires_at"
 )
 _FACT_WHERE = """
     tenant_id = %(tenant_id)s AND user_id = %(user_id)s AND valid_to IS NULL
@@ -134,7 +136,9 @@ def choose_scan(strategy: VectorIndex, episodes: int, *, hnsw_min_episodes: int,
 
 _COUNT_SQL = (
     "SELECT coalesce(sum(episodes), 0) AS episodes, coalesce(sum(episodic_tokens)"
-    " FILTER (WHERE %(project_id)s::text IS NULL OR project_id IN (%(project_id)s, '')), 0) AS episodic_tokens"
+    " FILTER (WHERE %(project_id)s::text IS NULL OR project_id IN (%(project_id)s, '')), 0) AS episodic_tokens,"
+    " (SELECT generation FROM memory_generations"
+    "   WHERE tenant_id = %(tenant_id)s AND user_id = %(user_id)s) AS generation"
     " FROM episode_counts WHERE tenant_id = %(tenant_id)s AND user_id = %(user_id)s"
 )
 
@@ -145,10 +149,15 @@ class OwnerTotals:
     episodes: int
     #: Tokens of the user's live episodic turns in the project (and of no project).
     episodic_tokens: int
+    #: Moves whenever anything a read of the user returns may have changed (migration 0014):
+    #: what a cached answer is valid for. None: the user has no number (erased, or nothing
+    #: written since the migration), and no answer of theirs is cached.
+    generation: int | None = None
 
 
 async def owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters) -> OwnerTotals:
-    """The running totals of the user's episodes (one index lookup, not a count of rows)."""
+    """The running totals of the user's episodes (one index lookup, not a count of rows) and
+    the user's memory generation."""
     return await read_owner_totals(await send_owner_totals(conn, filters))
 
 
@@ -160,7 +169,7 @@ async def send_owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters
 
 async def read_owner_totals(cur: psycopg.AsyncCursor[Any]) -> OwnerTotals:
     row = await cur.fetchone()
-    return OwnerTotals(int(row[0]), int(row[1])) if row else OwnerTotals(0, 0)
+    return OwnerTotals(int(row[0]), int(row[1]), None if row[2] is None else int(row[2])) if row else OwnerTotals(0, 0)
 
 
 def _distance(strategy: VectorScan, dim: int) -> sql.Composable:
@@ -355,13 +364,14 @@ def _episode_text(params: dict[str, Any], df: dict[str, int], n_docs: int, owner
 _FACT_AS_SMALL = (
     "fact_id AS id, 'fact' AS memory_type, entity || ': ' || summary AS content, valid_from AS created_at,"
     " importance, ARRAY[category] AS tags, vector_send(embedding), session_id, project_id, agent_id, scope, entity,"
-    " NULL::jsonb AS steps, NULL::bigint AS attempts, NULL::bigint AS successes, NULL::text AS last_feedback"
+    " NULL::jsonb AS steps, NULL::bigint AS attempts, NULL::bigint AS successes, NULL::text AS last_feedback,"
+    " expires_at"
 )
 _SKILL_AS_SMALL = (
     "skill_id AS id, 'skill' AS memory_type, name AS content, coalesce(last_used_at, created_at) AS created_at,"
     " NULL::real AS importance, NULL::text[] AS tags, vector_send(embedding), NULL::text AS session_id,"
     " NULL::text AS project_id, NULL::text AS agent_id, NULL::text AS scope, name AS entity, steps, attempts,"
-    " successes, last_feedback"
+    " successes, last_feedback, NULL::timestamptz AS expires_at"
 )
 _SKILL_TSV = "to_tsvector(%(config)s::regconfig, name || ' ' || description)"
 _SMALL_BRANCHES: dict[tuple[Kind, str], str] = {
@@ -440,18 +450,19 @@ def _real(value: float) -> float:
 def _episode(row: tuple[Any, ...], *, distance: float | None = None, text_rank: float | None = None) -> Candidate:
     """An episode from a row of ``_EPISODE_COLUMNS`` (positional: rows are read as tuples)."""
     (id_, memory_type, content, created_at, importance, tags, embedding, session_id, project_id, agent_id,
-     role) = row[:11]  # fmt: skip
+     role, expires_at) = row[:12]  # fmt: skip
     return Candidate(
         "episode", id_, memory_type, content, created_at, _real(importance), list(tags or ()), embedding,
         session_id=session_id, project_id=project_id, agent_id=agent_id, role=role, distance=distance,
-        text_rank=text_rank,
+        text_rank=text_rank, expires_at=expires_at,
     )  # fmt: skip
 
 
 def _small(row: tuple[Any, ...]) -> tuple[str, Candidate]:
     """A fact or a skill from a row of ``_small_sql``, with the list it came in."""
     (kind, list_, id_, memory_type, content, created_at, importance, tags, embedding, session_id, project_id,
-     agent_id, scope, entity, steps, attempts, successes, last_feedback, distance, text_rank) = row  # fmt: skip
+     agent_id, scope, entity, steps, attempts, successes, last_feedback, expires_at, distance,
+     text_rank) = row  # fmt: skip
     if kind == "skill":
         rate = (successes + 1) / (attempts + 2)
         content = f"Skill {entity} (success rate {rate:.0%}): {'; '.join(str(s) for s in steps) or 'no steps recorded'}"
@@ -465,7 +476,7 @@ def _small(row: tuple[Any, ...]) -> tuple[str, Candidate]:
         candidate = Candidate(
             "fact", id_, memory_type, content, created_at, _real(importance), list(tags or ()), embedding,
             session_id=session_id, project_id=project_id, agent_id=agent_id, scope=scope, entity=entity,
-            distance=distance, text_rank=text_rank,
+            distance=distance, text_rank=text_rank, expires_at=expires_at,
         )  # fmt: skip
     return list_, candidate
 
@@ -540,7 +551,7 @@ async def candidate_lists(
         if len(rows) < limit and hnsw:
             await near.execute(_vector_sql("exact", int(embedding.shape[0])), params)
             rows = await near.fetchall()
-        by_vector.extend(_episode(row, distance=row[11]) for row in rows)
+        by_vector.extend(_episode(row, distance=row[12]) for row in rows)
     by_kind: dict[str, list[Candidate]] = {kind: [] for kind in kinds}
     if small and lists:
         for list_, candidate in map(_small, await small_cursor.fetchall()):
@@ -551,7 +562,7 @@ async def candidate_lists(
     query = _episode_text(params, df, int(terms[0][1]), str(terms[0][3])) if terms else None
     if query is not None:
         await terms_cursor.execute(_episode_text_sql(query.pop("lexemes")), query)
-        by_kind["episode"] = [_episode(row, text_rank=row[11]) for row in await terms_cursor.fetchall()]
+        by_kind["episode"] = [_episode(row, text_rank=row[12]) for row in await terms_cursor.fetchall()]
     # Scores of different kinds are not comparable: interleave them rank by rank.
     by_text = [c for rank in zip_longest(*by_kind.values()) for c in rank if c is not None]
     return by_vector[:limit], by_text[:limit]

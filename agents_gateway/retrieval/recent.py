@@ -1,0 +1,101 @@
+"""Answers to searches asked again within seconds, while the user's memory has not changed.
+
+Agent frameworks ask the same question several times per user turn (Google ADK's
+``PreloadMemoryTool`` searches on every model call). Such a repeat is answered from here, in
+this gateway process, for ``search_cache_s`` seconds, and only while the user's memory
+generation is the one the answer was computed at. That number moves in the same transaction
+as any write to what a search returns (migration 0014), and every lookup reads it first, in the
+reader's own transaction. So a turn, fact or skill written before a search began is in that
+search's answer, and an erased or forgotten memory is not.
+
+The key holds everything the answer depends on: the tenant and the agent the key acts for
+(what row-level security lets it see), the user and every filter, the query, ``k``, the
+ranking toggles and the tenant's ranking settings, the decomposition method, the embedding
+model, the vector scan and the generation. Two callers share an entry only when the same
+search would give them the same rows. An entry also ends when a memory in it expires.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+#: The most characters of memory content all entries hold together (a few times 10 MiB of
+#: memory): entries are dropped oldest first past this, or past ``max_entries``.
+MAX_CHARS = 8_000_000
+
+
+@dataclass(frozen=True)
+class _Entry(Generic[V]):
+    deadline: float
+    chars: int
+    value: V
+
+
+class RecentSearches(Generic[V]):
+    """A bounded map of answers that end after ``ttl_s`` (or when a memory in them expires).
+    ``ttl_s`` 0 keeps nothing. Counts its lookups (the cache metric)."""
+
+    def __init__(
+        self,
+        *,
+        ttl_s: float,
+        max_entries: int,
+        max_chars: int = MAX_CHARS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._clock = clock
+        self._entries: OrderedDict[Hashable, _Entry[V]] = OrderedDict()
+        self._chars = 0
+        #: Lookups answered from here, and lookups that went to Postgres.
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.ttl_s > 0 and self.max_entries > 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable) -> V | None:
+        if not self.enabled:
+            return None
+        entry = self._entries.get(key)
+        if entry is not None and entry.deadline > self._clock():
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry.value
+        if entry is not None:
+            self._drop(key)
+        self.misses += 1
+        return None
+
+    def put(self, key: Hashable, value: V, *, chars: int, now: datetime, expiries: list[datetime]) -> None:
+        """Keep ``value`` (holding ``chars`` characters of content) for ``ttl_s`` seconds, or
+        until the earliest of ``expiries`` (the memories' own ends, ``now`` being the time the
+        search filtered them against), whichever comes first."""
+        if not self.enabled or chars > self.max_chars:
+            return
+        life = min([self.ttl_s, *((at - now).total_seconds() for at in expiries)])
+        if life <= 0:
+            return
+        if key in self._entries:
+            self._drop(key)
+        self._entries[key] = _Entry(self._clock() + life, chars, value)
+        self._chars += chars
+        while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: Hashable) -> None:
+        entry = self._entries.pop(key)
+        self._chars -= entry.chars
