@@ -7,6 +7,7 @@ a pooled connection never carries one tenant's setting into another's request.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -54,6 +55,10 @@ async def tenant_transaction(
         yield conn
 
 
+#: ``idle_tenant_transaction`` lends a connection only while fewer than this many are in use:
+#: about one busy Postgres backend per core of this machine.
+SPARE_WHILE_BUSY_BELOW = max(2, os.cpu_count() or 1)
+
 #: How long ``idle_tenant_transaction`` waits when the pool said it had one idle (another
 #: request may take it first).
 IDLE_WAIT_S = 0.002
@@ -71,8 +76,14 @@ async def idle_tenant_transaction(
     """``tenant_transaction`` on a connection the pool has idle now, else None: it never
     queues. A request already holding a connection may use a second for work it can run
     beside the first, but waiting for one could deadlock requests that each hold one.
-    ``pipeline`` as for ``tenant_transaction``."""
-    if pool.get_stats().get("pool_available", 0) < 1:
+    ``pipeline`` as for ``tenant_transaction``.
+
+    Also None while ``SPARE_WHILE_BUSY_BELOW`` or more of the pool's connections are in use
+    (the caller's own among them): work beside the first only gains while Postgres has a core
+    to spare, and under load a second connection is a second transaction's cost for nothing."""
+    stats = pool.get_stats()
+    available = stats.get("pool_available", 0)
+    if available < 1 or stats.get("pool_size", 0) - available >= SPARE_WHILE_BUSY_BELOW:
         yield None
         return
     try:

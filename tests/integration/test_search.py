@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,6 +22,7 @@ from memstream.embedder.local import WordLlamaEmbedder
 from memstream.settings import Settings, VectorIndex
 from schemas.turns import Turn
 from sinks.errors import SchemaNotReadyError
+from sinks.postgres import tenancy
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.migrate import check_text_search_config
 from sinks.postgres.pool import create_pool
@@ -362,6 +363,26 @@ async def test_a_spare_connection_is_never_waited_for(stack: RunningStack, tenan
             assert spare is not None
             cur = await spare.execute("SELECT current_setting('app.tenant_id')")
             assert await cur.fetchone() == (tenant,), "a lent connection acts for the tenant"
+    finally:
+        await pool.close()
+
+
+async def test_no_spare_connection_while_the_pool_is_busy(stack: RunningStack, tenant: str) -> None:
+    """Idle connections are not lent once as many are in use as the machine has cores: a
+    sub-query beside another gains only while Postgres has a core to spare."""
+    busy = tenancy.SPARE_WHILE_BUSY_BELOW
+    pool = create_pool(stack.settings.require_database_url(), name="test-busy", min_size=busy + 1, max_size=busy + 1)
+    await pool.open(wait=True)
+    try:
+        async with AsyncExitStack() as held:
+            for _ in range(busy - 1):
+                await held.enter_async_context(tenant_transaction(pool, tenant))
+            async with idle_tenant_transaction(pool, tenant) as spare:
+                assert spare is not None, "one core's worth in use: a spare is lent"
+            await held.enter_async_context(tenant_transaction(pool, tenant))
+            assert pool.get_stats()["pool_available"] == 1
+            async with idle_tenant_transaction(pool, tenant) as spare:
+                assert spare is None, "every core's worth in use: none, although one is idle"
     finally:
         await pool.close()
 
