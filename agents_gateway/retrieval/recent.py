@@ -11,8 +11,8 @@ search's answer, and an erased or forgotten memory is not.
 The key holds everything the answer depends on: the tenant and the agent the key acts for
 (what row-level security lets it see), the user and every filter, the query, ``k``, the
 ranking toggles and the tenant's ranking settings, the decomposition method, the embedding
-model, the vector scan and the generation. Two callers share an entry only when the same
-search would give them the same rows. An entry also ends when a memory in it expires.
+model, the vector scan, the generation and the date. Two callers share an entry only when the
+same search would give them the same rows. An entry also ends when a memory in it expires.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class RecentSearches(Generic[V]):
         self._clock = clock
         self._entries: OrderedDict[Hashable, _Entry[V]] = OrderedDict()
         self._chars = 0
+        self._swept = clock()
         #: Lookups answered from here, and lookups that went to Postgres.
         self.hits = 0
         self.misses = 0
@@ -70,6 +71,7 @@ class RecentSearches(Generic[V]):
     def get(self, key: Hashable) -> V | None:
         if not self.enabled:
             return None
+        self._sweep()
         entry = self._entries.get(key)
         if entry is not None and entry.deadline > self._clock():
             self._entries.move_to_end(key)
@@ -86,6 +88,7 @@ class RecentSearches(Generic[V]):
         search filtered them against), whichever comes first."""
         if not self.enabled or chars > self.max_chars:
             return
+        self._sweep()
         life = min([self.ttl_s, *((at - now).total_seconds() for at in expiries)])
         if life <= 0:
             return
@@ -95,6 +98,24 @@ class RecentSearches(Generic[V]):
         self._chars += chars
         while len(self._entries) > self.max_entries or self._chars > self.max_chars:
             self._drop(next(iter(self._entries)))
+
+    def drop_where(self, matches: Callable[[Hashable, V], bool]) -> int:
+        """Drop every entry whose key and answer ``match`` (an erased user's, or those holding a
+        forgotten memory, at once); how many."""
+        keys = [key for key, entry in self._entries.items() if matches(key, entry.value)]
+        for key in keys:
+            self._drop(key)
+        return len(keys)
+
+    def _sweep(self) -> None:
+        """Drop ended entries, at most once per second: an answer nobody asks again (an erased
+        user's: never) leaves memory soon after it ends, not only when pushed out."""
+        now = self._clock()
+        if now - self._swept < 1.0:
+            return
+        self._swept = now
+        for key in [key for key, entry in self._entries.items() if entry.deadline <= now]:
+            self._drop(key)
 
     def _drop(self, key: Hashable) -> None:
         entry = self._entries.pop(key)

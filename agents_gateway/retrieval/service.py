@@ -69,10 +69,11 @@ async def search(
         hnsw_min_episodes=settings.hnsw_min_episodes,
         index_ready=auto and await state.vector_index.ready(conn),
     )
-    # Everything the answer depends on (recent.py); the generation was read in this transaction.
+    # Everything the answer depends on (recent.py); the generation was read in this transaction,
+    # the date is what "yesterday" means.
     cacheable = not now_given and totals.generation is not None
     key = (filters, agent_id, query, k, method, toggles, tenant.ranking, tenant.text_search_config,
-           state.embedder.model_name, scan, totals.generation)  # fmt: skip
+           state.embedder.model_name, scan, totals.generation, now.date())  # fmt: skip
     if cacheable and (cached := state.searches.get(key)) is not None:
         hits, decomposition = cached
         _note_access(state, filters.tenant_id, hits)
@@ -112,6 +113,21 @@ async def search(
             expiries=[h.candidate.expires_at for h in hits if h.candidate.expires_at is not None],
         )  # fmt: skip
     return hits, decomposition, scan
+
+
+def forget_searches(state: GatewayState, tenant_id: str, *, user_id: str | None = None,
+                    memory_id: UUID | None = None) -> int:  # fmt: skip
+    """Drop this process's cached answers for the user (an erasure) or holding the memory (a
+    forgetting). They would never be served again (the generation moved), and now they are not
+    held either; other processes drop theirs at their first lookup after those end
+    (``RecentSearches._sweep``)."""
+
+    def matches(key: object, value: tuple[tuple[Hit, ...], Decomposition]) -> bool:
+        if not (isinstance(key, tuple) and isinstance(key[0], Filters) and key[0].tenant_id == tenant_id):
+            return False
+        return key[0].user_id == user_id or any(h.candidate.id == memory_id for h in value[0])
+
+    return state.searches.drop_where(matches)
 
 
 def _note_access(state: GatewayState, tenant_id: str, hits: Sequence[Hit]) -> None:

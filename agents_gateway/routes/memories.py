@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS, RETRY_AFTER_S, ApiError
 from agents_gateway.models import ErrorOut, ForgottenOut
+from agents_gateway.retrieval.service import forget_searches
 from agents_gateway.state import Gateway
 from sinks.postgres.forgetting import NotOwnedError, forget_memory
 from sinks.postgres.tenancy import tenant_transaction
@@ -70,6 +71,7 @@ async def forget(
             buffered = await state.buffers.forget_turn(ref, str(memory_id), turn.event_time)
     if forgotten is None:
         raise ApiError(404, "not_found", "no memory with this id is visible to this key")
+    forget_searches(state, principal.tenant_id, memory_id=memory_id)
     return ForgottenOut(
         kind=forgotten.kind, id=forgotten.memory_id, memory_type=forgotten.memory_type,
         forgotten_at=forgotten.forgotten_at, repeated=forgotten.repeated, buffer_turns=buffered.removed,

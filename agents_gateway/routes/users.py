@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Path
 from agents_gateway.auth import Principal, scoped
 from agents_gateway.errors import AUTH_ERRORS
 from agents_gateway.models import ConsentOut, ErasureOut
+from agents_gateway.retrieval.service import forget_searches
 from agents_gateway.routes.sessions import ID_PATTERN
 from agents_gateway.state import Gateway
 from schemas.turns import MAX_IDENTIFIER
@@ -36,6 +37,7 @@ async def erase(
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         erasure = await erase_user(conn, user_id)
     buffers = await state.buffers.forget(principal.tenant_id, user_id)
+    forget_searches(state, principal.tenant_id, user_id=user_id)
     return ErasureOut(
         erasure_id=erasure.erasure_id, erased_at=erasure.erased_at, episodes=erasure.episodes,
         events=erasure.events, sessions=len(erasure.sessions), buffers=buffers,

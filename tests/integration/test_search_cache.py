@@ -99,9 +99,12 @@ async def test_forgetting_and_erasure_reach_a_cached_answer(stack: RunningStack,
         assert len(await contents(client)) == 2 and state.searches.hits == 1
         response = await client.delete(f"/v1/memories/{forgotten}")
         assert response.status_code == 200, response.text
+        assert len(state.searches) == 0, "the forgetting process holds no answer with the memory"
         assert await contents(client) == ["The billing ledger lives in Postgres"]
         assert await contents(client) == ["The billing ledger lives in Postgres"] and state.searches.hits == 2
+        assert len(state.searches) == 1
         assert (await client.post("/v1/users/u1/erase")).status_code == 200
+        assert len(state.searches) == 0, "the erasing process holds none of the user's answers"
         assert await contents(client) == []
         # An erased user keeps no generation (nor any trace of their id), and no answer of theirs is cached.
         with stack.db(tenant) as conn:

@@ -75,3 +75,23 @@ def test_zero_seconds_or_entries_keeps_nothing_and_counts_nothing() -> None:
         assert searches.get("q") is None
         assert (searches.hits, searches.misses, len(searches)) == (0, 0, 0)
         assert not searches.enabled
+
+
+def test_ended_answers_leave_memory_at_the_next_lookup_a_second_on() -> None:
+    searches, clock = cache(ttl_s=2)
+    searches.put("old", "O", chars=1, now=NOW, expiries=[])
+    clock.t += 1.5
+    searches.put("new", "N", chars=1, now=NOW, expiries=[])
+    clock.t += 1.0  # "old" has ended, nobody asks for it again
+    assert searches.get("new") == "N"
+    assert len(searches) == 1
+
+
+def test_drop_where_removes_matching_entries_at_once() -> None:
+    searches, _ = cache()
+    for key in (("t1", "alice", 1), ("t1", "bob", 1), ("t2", "alice", 1)):
+        searches.put(key, "answer", chars=6, now=NOW, expiries=[])
+    assert searches.drop_where(lambda key, _: isinstance(key, tuple) and key[:2] == ("t1", "alice")) == 1
+    assert searches.drop_where(lambda _, value: value != "answer") == 0
+    assert searches.get(("t1", "alice", 1)) is None
+    assert searches.get(("t1", "bob", 1)) == searches.get(("t2", "alice", 1)) == "answer"
