@@ -26,15 +26,16 @@ from typing import Generic, TypeVar
 
 V = TypeVar("V")
 
-#: The most characters of memory content all entries hold together (a few times 10 MiB of
-#: memory): entries are dropped oldest first past this, or past ``max_entries``.
-MAX_CHARS = 8_000_000
+#: The most bytes all entries hold together, as their ``size`` estimates them (the answers'
+#: strings and objects): entries are dropped least recently used first past this, or past
+#: ``max_entries``.
+MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
 class _Entry(Generic[V]):
     deadline: float
-    chars: int
+    size: int
     value: V
 
 
@@ -47,15 +48,15 @@ class RecentSearches(Generic[V]):
         *,
         ttl_s: float,
         max_entries: int,
-        max_chars: int = MAX_CHARS,
+        max_bytes: int = MAX_BYTES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self.max_chars = max_chars
+        self.max_bytes = max_bytes
         self._clock = clock
         self._entries: OrderedDict[Hashable, _Entry[V]] = OrderedDict()
-        self._chars = 0
+        self._bytes = 0
         self._swept = clock()
         #: Lookups answered from here, and lookups that went to Postgres.
         self.hits = 0
@@ -82,11 +83,11 @@ class RecentSearches(Generic[V]):
         self.misses += 1
         return None
 
-    def put(self, key: Hashable, value: V, *, chars: int, now: datetime, expiries: list[datetime]) -> None:
-        """Keep ``value`` (holding ``chars`` characters of content) for ``ttl_s`` seconds, or
-        until the earliest of ``expiries`` (the memories' own ends, ``now`` being the time the
-        search filtered them against), whichever comes first."""
-        if not self.enabled or chars > self.max_chars:
+    def put(self, key: Hashable, value: V, *, size: int, now: datetime, expiries: list[datetime]) -> None:
+        """Keep ``value`` (about ``size`` bytes in memory) for ``ttl_s`` seconds, or until the
+        earliest of ``expiries`` (the memories' own ends, ``now`` being the time the search
+        filtered them against), whichever comes first."""
+        if not self.enabled or size > self.max_bytes:
             return
         self._sweep()
         life = min([self.ttl_s, *((at - now).total_seconds() for at in expiries)])
@@ -94,9 +95,9 @@ class RecentSearches(Generic[V]):
             return
         if key in self._entries:
             self._drop(key)
-        self._entries[key] = _Entry(self._clock() + life, chars, value)
-        self._chars += chars
-        while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+        self._entries[key] = _Entry(self._clock() + life, size, value)
+        self._bytes += size
+        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
             self._drop(next(iter(self._entries)))
 
     def drop_where(self, matches: Callable[[Hashable, V], bool]) -> int:
@@ -119,4 +120,4 @@ class RecentSearches(Generic[V]):
 
     def _drop(self, key: Hashable) -> None:
         entry = self._entries.pop(key)
-        self._chars -= entry.chars
+        self._bytes -= entry.size

@@ -4,6 +4,7 @@ access statistics, and the context assembly."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -109,10 +110,26 @@ async def search(
     if cacheable and state.searches.enabled:
         kept = tuple(Hit(replace(h.candidate, embedding=b""), h.scored, h.sub_queries) for h in hits)  # MMR is done
         state.searches.put(
-            key, (kept, decomposition), chars=sum(len(h.candidate.content) for h in hits), now=now,
+            key, (kept, decomposition), size=answer_bytes(kept), now=now,
             expiries=[h.candidate.expires_at for h in hits if h.candidate.expires_at is not None],
         )  # fmt: skip
     return hits, decomposition, scan
+
+
+#: A hit's objects without its strings (the candidate, its scores, their containers; measured).
+HIT_BYTES = 1_024
+
+
+def answer_bytes(hits: Sequence[Hit]) -> int:
+    """About how much memory a cached answer holds: each hit's objects and every string in it
+    (its content and its tags above all: a hit may carry 32 tags of 64 characters)."""
+    total = 0
+    for hit in hits:
+        c = hit.candidate
+        strings = (c.content, c.memory_type, c.session_id, c.project_id, c.agent_id, c.role, c.scope, c.entity)
+        total += HIT_BYTES + sum(sys.getsizeof(s) for s in strings if s is not None)
+        total += sum(sys.getsizeof(t) for t in c.tags)
+    return total
 
 
 def forget_searches(state: GatewayState, tenant_id: str, *, user_id: str | None = None,
