@@ -51,7 +51,7 @@ def gateway_app() -> Any:
 
     settings = Settings()
     _logging(settings.log_level)
-    return create_app(settings)
+    return create_app(settings, server_process=True)
 
 
 def _gateway(_: argparse.Namespace, settings: Settings) -> int:
@@ -87,7 +87,8 @@ def _serve(settings: Settings, *, several: bool) -> int:
                   file=sys.stderr)  # fmt: skip
             return 1
         return processes.run()
-    uvicorn.run(create_app(settings), host=settings.gateway_host, port=settings.gateway_port, **options)
+    served = create_app(settings, server_process=True)
+    uvicorn.run(served, host=settings.gateway_host, port=settings.gateway_port, **options)
     return 0
 
 

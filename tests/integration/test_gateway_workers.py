@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import psutil
 
+from agents_gateway.app import create_app
 from tests.fixtures.stack import RunningStack, serve_gateway, settings_env
 
 
@@ -123,3 +125,18 @@ def test_a_gateway_process_that_dies_is_replaced_and_a_taken_port_fails_at_once(
         done = subprocess.run([sys.executable, "-m", "ops", "gateway"], env=env, capture_output=True, text=True,
                               timeout=60)  # fmt: skip
     assert done.returncode == 1 and f"127.0.0.1:{port}" in done.stderr and "in use" in done.stderr, done.stderr
+
+
+async def test_a_server_process_freezes_what_starting_made(stack: RunningStack) -> None:
+    """``memstream gateway``'s app moves what its start made out of the garbage collector's
+    walks (gc.freeze); an app in someone else's process (these tests) leaves the collector alone."""
+    gc.unfreeze()
+    served = create_app(stack.settings, server_process=True)
+    try:
+        async with served.router.lifespan_context(served):
+            assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
+    embedded = create_app(stack.settings)
+    async with embedded.router.lifespan_context(embedded):
+        assert gc.get_freeze_count() == 0
