@@ -70,24 +70,22 @@ async def search(
         hnsw_min_episodes=settings.hnsw_min_episodes,
         index_ready=auto and await state.vector_index.ready(conn),
     )
-    # Everything the answer depends on (recent.py); the generation was read in this transaction,
-    # the date is what "yesterday" means.
+    earlier = await previous_session(
+        conn, tenant_id=filters.tenant_id, user_id=filters.user_id, session_id=filters.session_id, agent_id=agent_id,
+    ) if filters.session_id and names_previous_session(query) else None  # fmt: skip
+    # Everything the answer depends on (recent.py): the generation was read in this transaction;
+    # the previous session comes from the event log, which moves no generation; the date is what
+    # "yesterday" means.
     cacheable = not now_given and totals.generation is not None
     key = (filters, agent_id, query, k, method, toggles, tenant.ranking, tenant.text_search_config,
-           state.embedder.model_name, scan, totals.generation, now.date())  # fmt: skip
+           state.embedder.model_name, scan, totals.generation, earlier, now.date())  # fmt: skip
     if cacheable and (cached := state.searches.get(key)) is not None:
         hits, decomposition = cached
         _note_access(state, filters.tenant_id, hits)
         return list(hits), decomposition, scan
     decomposition = await decompose(
-        query, method=method, session_id=filters.session_id,
-        previous_session_id=await previous_session(
-            conn, tenant_id=filters.tenant_id, user_id=filters.user_id, session_id=filters.session_id,
-            agent_id=agent_id,
-        ) if filters.session_id and names_previous_session(query) else None,
-        now=now,
-        llm=state.llm,
-    )  # fmt: skip
+        query, method=method, session_id=filters.session_id, previous_session_id=earlier, now=now, llm=state.llm
+    )
     spec = SearchSpec(
         filters=filters,
         queries=decomposition.queries,

@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -20,6 +20,7 @@ from memstream.embedder.local import WordLlamaEmbedder
 from memstream.settings import Settings
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
+from sinks.postgres.event_log import append_events
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
 from tests.integration.helpers import count_rows, post_turns, turn
 
@@ -159,16 +160,15 @@ async def test_a_cached_answer_is_never_another_agents_or_tenants(stack: Running
 
 
 async def test_every_table_a_read_returns_moves_the_generation(stack: RunningStack, tenant: str) -> None:
-    """The triggers of migration 0014 are on every table a search or a context reads."""
+    """The triggers of migration 0014 are on every table whose rows a search returns."""
     with stack.owner_db() as conn:
         rows = conn.execute(
             "SELECT c.relname, array_agg(t.tgname ORDER BY t.tgname) FROM pg_trigger t"
             " JOIN pg_class c ON c.oid = t.tgrelid WHERE t.tgname LIKE '%%_generation_%%' GROUP BY 1 ORDER BY 1"
         ).fetchall()
     events = {table: sorted(name.rsplit("_", 1)[1] for name in names) for table, names in rows}  # type: ignore[union-attr]
-    assert events == {
+    assert events == {  # not the event log: test_the_previous_session_is_part_of_the_key
         "episodes": ["delete", "insert", "truncate", "update"],
-        "event_log": ["delete", "insert"],
         "facts": ["delete", "insert", "truncate", "update"],
         "skill_runs": ["delete", "insert", "truncate", "update"],
         "skills": ["delete", "insert", "truncate", "update"],
@@ -194,3 +194,34 @@ async def test_every_table_a_read_returns_moves_the_generation(stack: RunningSta
     assert seen[0] == 0 and seen[1] < seen[2] == seen[3] < seen[4], seen
     with stack.db(f"t-{uuid.uuid4().hex[:10]}") as conn:  # another tenant sees none of it
         assert conn.execute("SELECT count(*) FROM memory_generations").fetchone() == (0,)
+
+
+async def test_the_previous_session_is_part_of_the_key(stack: RunningStack, tenant: str) -> None:
+    """ "Last session" comes from the event log, which moves no generation (an append to it is
+    the hottest write there is): the gateway looks the previous session up before its cache."""
+    await store(stack, tenant, "The billing ledger lives in Postgres")
+
+    async def log(session: str, minutes_ago: int) -> None:
+        turn = Turn(event_id=uuid.uuid4(), tenant_id=tenant, agent_id="a", user_id="u1", project_id=None,
+                    session_id=session, role="user", content="hello",
+                    event_time=datetime.now(UTC) - timedelta(minutes=minutes_ago))  # fmt: skip
+        async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+            await append_events(conn, [turn])
+
+    await log("s1", 60)
+    question = {"q": "what did we decide last session about the billing ledger", "session_id": "s9"}
+    async with gateway_with_cache(stack, stack.key(tenant)) as (state, client):
+
+        async def asked() -> list[str]:
+            response = await client.get("/v1/search", params={"user_id": "u1", "k": 5, **question})
+            assert response.status_code == 200, response.text
+            return list(response.json()["decomposition"]["queries"])
+
+        first = await asked()
+        assert await asked() == first and state.searches.hits == 1
+        assert any("s1" in q for q in first), first
+        generation = state.searches.hits
+        await log("s5", 1)  # a newer session: only the event log changed
+        moved = await asked()
+        assert state.searches.hits == generation, "answered from the cache with the old previous session"
+        assert any("s5" in q for q in moved) and not any("s1" in q for q in moved), moved

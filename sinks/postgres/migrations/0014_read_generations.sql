@@ -3,12 +3,14 @@
 -- model call of one turn) from its short cache only while the user's number is the one the
 -- cached answer was computed at (agents_gateway/retrieval/recent.py).
 --
--- Statement-level triggers on every table a search or a context reads for a user (episodes,
--- facts, skills, skill_runs, event_log) give the user a new number in the writing statement's
--- own transaction, whoever writes: the sinks, compaction, expiry, forgetting, erasure, a
--- replay's switch. The numbers come from one sequence, so a number is never given twice: not
--- after a user's row goes and comes back, not after a TRUNCATE. Access statistics
--- (memory_access) are not memory and move nothing. The app role may only read the table; the
+-- Statement-level triggers on every table whose rows a search returns (episodes, facts, skills,
+-- skill_runs) give the user a new number in the writing statement's own transaction, whoever
+-- writes: the sinks, compaction, expiry, forgetting, erasure, a replay's switch. The event log
+-- has none: a search reads it only for "the previous session", which the gateway looks up
+-- before its cache and keys the answer by (an append to the event log, the hottest write
+-- there is, would otherwise lock the user's row against the episodes' sink). The numbers come
+-- from one sequence, so a number is never given twice: not after a user's row goes and comes
+-- back, not after a TRUNCATE. Access statistics (memory_access) are not memory and move nothing. The app role may only read the table; the
 -- triggers write as the owner. A reader sees its tenant's rows only.
 
 CREATE SEQUENCE memory_generation_seq;
@@ -22,29 +24,27 @@ CREATE TABLE memory_generations (
 ALTER TABLE memory_generations ENABLE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON memory_generations USING (tenant_id = memstream_current_tenant());
 
--- A new number for each (tenant, user) among ``owners`` (sorted: two writers lock the rows in
--- one order).
-CREATE FUNCTION memstream_bump_generations(owners text[][]) RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-    INSERT INTO memory_generations AS g (tenant_id, user_id, generation)
-    SELECT o.tenant_id, o.user_id, nextval('memory_generation_seq')
-      FROM (SELECT DISTINCT owners[i][1] AS tenant_id, owners[i][2] AS user_id
-              FROM generate_subscripts(owners, 1) AS i ORDER BY 1, 2) AS o
-    ON CONFLICT (tenant_id, user_id) DO UPDATE SET generation = excluded.generation;
-$$;
-REVOKE EXECUTE ON FUNCTION memstream_bump_generations(text[][]) FROM PUBLIC;
-
+-- A new number for each (tenant, user) the statement wrote for, from its transition table(s);
+-- sorted, so two writers lock the rows in one order. One grouped upsert per statement.
 CREATE FUNCTION memstream_generation_changed() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        PERFORM memstream_bump_generations(ARRAY(SELECT ARRAY[n.tenant_id, n.user_id] FROM new_rows n));
+        INSERT INTO memory_generations AS g (tenant_id, user_id, generation)
+        SELECT o.tenant_id, o.user_id, nextval('memory_generation_seq')
+          FROM (SELECT DISTINCT n.tenant_id, n.user_id FROM new_rows n ORDER BY 1, 2) AS o
+        ON CONFLICT (tenant_id, user_id) DO UPDATE SET generation = excluded.generation;
     ELSIF TG_OP = 'DELETE' THEN
-        PERFORM memstream_bump_generations(ARRAY(SELECT ARRAY[o.tenant_id, o.user_id] FROM old_rows o));
+        INSERT INTO memory_generations AS g (tenant_id, user_id, generation)
+        SELECT o.tenant_id, o.user_id, nextval('memory_generation_seq')
+          FROM (SELECT DISTINCT d.tenant_id, d.user_id FROM old_rows d ORDER BY 1, 2) AS o
+        ON CONFLICT (tenant_id, user_id) DO UPDATE SET generation = excluded.generation;
     ELSE  -- an update may move a row to another user: both move
-        PERFORM memstream_bump_generations(ARRAY(
-            SELECT ARRAY[n.tenant_id, n.user_id] FROM new_rows n
-            UNION SELECT ARRAY[o.tenant_id, o.user_id] FROM old_rows o));
+        INSERT INTO memory_generations AS g (tenant_id, user_id, generation)
+        SELECT o.tenant_id, o.user_id, nextval('memory_generation_seq')
+          FROM (SELECT n.tenant_id, n.user_id FROM new_rows n UNION SELECT d.tenant_id, d.user_id FROM old_rows d
+                ORDER BY 1, 2) AS o
+        ON CONFLICT (tenant_id, user_id) DO UPDATE SET generation = excluded.generation;
     END IF;
     RETURN NULL;
 END
@@ -63,18 +63,15 @@ DO $$
 DECLARE
     t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['episodes', 'facts', 'skills', 'skill_runs', 'event_log'] LOOP
+    FOREACH t IN ARRAY ARRAY['episodes', 'facts', 'skills', 'skill_runs'] LOOP
         EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS new_rows'
                        ' FOR EACH STATEMENT EXECUTE FUNCTION memstream_generation_changed()', t || '_generation_insert', t);
         EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS old_rows'
                        ' FOR EACH STATEMENT EXECUTE FUNCTION memstream_generation_changed()', t || '_generation_delete', t);
-        IF t <> 'event_log' THEN  -- the event log refuses updates and truncation (migration 0001)
-            EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows'
-                           ' FOR EACH STATEMENT EXECUTE FUNCTION memstream_generation_changed()',
-                           t || '_generation_update', t);
-            EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %I FOR EACH STATEMENT'
-                           ' EXECUTE FUNCTION memstream_generation_truncated()', t || '_generation_truncate', t);
-        END IF;
+        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows'
+                       ' FOR EACH STATEMENT EXECUTE FUNCTION memstream_generation_changed()', t || '_generation_update', t);
+        EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %I FOR EACH STATEMENT'
+                       ' EXECUTE FUNCTION memstream_generation_truncated()', t || '_generation_truncate', t);
     END LOOP;
 END
 $$;
