@@ -21,7 +21,7 @@ import psycopg
 from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
 from memstream.embedder import Embedder
-from sinks.postgres.queries.retrieval import Candidate, Filters, VectorScan, candidate_lists, embeddings
+from sinks.postgres.queries.retrieval import Candidate, Filters, Probe, VectorScan, candidate_lists_many, embeddings
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,10 @@ class Hit:
     sub_queries: list[int] = field(default_factory=list)
 
 
-async def _one_query(
-    conn: psycopg.AsyncConnection[Any], spec: SearchSpec, query: str, embedding: Any, *, model: str, now: datetime
+def _scored(
+    spec: SearchSpec, by_vector: list[Candidate], by_text: list[Candidate], *, now: datetime
 ) -> tuple[list[Scored], dict[tuple[str, Any], Candidate]]:
-    by_vector, by_text = await candidate_lists(
-        conn, spec.filters, embedding=embedding, text=query, model=model, limit=spec.candidates, scan=spec.scan,
-        config=spec.text_config,
-    )  # fmt: skip
+    """One (sub-)query's two lists fused, with decay and boosts."""
     candidates: dict[tuple[str, Any], Candidate] = {(c.kind, c.id): c for c in (*by_vector, *by_text)}
     fused = fuse_rrf(
         [
@@ -92,15 +89,20 @@ async def hybrid_search(
     With ``spare``, sub-queries run side by side on the connections it can lend at once (a
     context question is about two): Postgres answers them on as many cores, so a compound
     question costs about one sub-query's time when the machine is not busy. When the pool has
-    nothing idle they run one after another on ``conn``, as without it."""
+    nothing idle they all go on ``conn``, as without it, in the same two round trips
+    (``candidate_lists_many``)."""
     queries = await embedder.embed(list(spec.queries))
     jobs = list(zip(spec.queries, queries, strict=True))
     results: list[tuple[list[Scored], dict[tuple[str, Any], Candidate]] | None] = [None] * len(jobs)
 
     async def lane(lane_conn: psycopg.AsyncConnection[Any], indices: range) -> None:
-        for i in indices:
-            query, embedding = jobs[i]
-            results[i] = await _one_query(lane_conn, spec, query, embedding, model=embedder.model_name, now=now)
+        """The lane's sub-queries, together: two round trips for all of them."""
+        found = await candidate_lists_many(
+            lane_conn, spec.filters, [Probe(jobs[i][1], jobs[i][0]) for i in indices], model=embedder.model_name,
+            limit=spec.candidates, scan=spec.scan, config=spec.text_config,
+        )  # fmt: skip
+        for i, (by_vector, by_text) in zip(indices, found, strict=True):
+            results[i] = _scored(spec, by_vector, by_text, now=now)
 
     async with AsyncExitStack() as lent:
         conns = [conn]

@@ -348,6 +348,44 @@ async def test_sub_queries_side_by_side_find_what_one_after_another_finds(stack:
         await pool.close()
 
 
+async def test_many_probes_in_one_pipeline_find_what_each_finds_alone(stack: RunningStack, tenant: str) -> None:
+    await store(stack, tenant, [
+        {"content": "We deploy the billing service with rsync over SSH."},
+        {"content": "The dashboard uses a dark theme for the night shift."},
+        {"content": "Deploys go out on Tuesdays after the standup."},
+        {"content": "Alice likes dark mode in every editor."},
+    ])  # fmt: skip
+    texts = ["how do we deploy", "which theme is used", "which of them is it", "rsync"]  # the third: stopwords only
+    vectors = await EMBEDDER.embed(texts)
+    probes = [retrieval.Probe(v, t) for v, t in zip(vectors, texts, strict=True)]
+    probes[3] = retrieval.Probe(None, "rsync")  # a list may be skipped in one probe only
+    scope = Filters(tenant_id=tenant, user_id="u1")
+    pool = create_pool(stack.settings.require_database_url(), name="test-probes", max_size=1)
+    await pool.open()
+
+    def ids(found: list[tuple[list[retrieval.Candidate], list[retrieval.Candidate]]]) -> list[Any]:
+        return [([c.id for c in near], [c.id for c in matched]) for near, matched in found]
+
+    try:
+        async with tenant_transaction(pool, tenant, pipeline=True) as conn:
+            together = await retrieval.candidate_lists_many(
+                conn, scope, probes, model=EMBEDDER.model_name, limit=3, scan="exact"
+            )
+            planning = await (await conn.execute("SELECT current_setting('plan_cache_mode')")).fetchone()
+            alone = [
+                await retrieval.candidate_lists(
+                    conn, scope, embedding=p.embedding, text=p.text, model=EMBEDDER.model_name, limit=3, scan="exact"
+                )
+                for p in probes
+            ]
+        assert ids(together) == ids(alone)
+        assert [len(near) for near, _ in together] == [3, 3, 3, 0]
+        assert together[2][1] == [] and together[3][1], "stopwords match nothing; a word matches"
+        assert planning == ("auto",), "the text queries leave the transaction's planning as it was"
+    finally:
+        await pool.close()
+
+
 async def test_a_spare_connection_is_never_waited_for(stack: RunningStack, tenant: str) -> None:
     """With every connection of the pool held, ``idle_tenant_transaction`` lends none at once
     (a request waiting for a second connection could deadlock with others doing the same)."""

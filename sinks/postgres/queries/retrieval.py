@@ -198,11 +198,9 @@ def _vector_sql(strategy: VectorScan, dim: int) -> str:
 
 #: The query's lexemes (stemmed, stopwords dropped), how many live episodes the user has and
 #: in how many each lexeme occurs: the running totals the reader may see (RLS), one round trip.
-#: It also sets what the statements after it are planned with, for the rest of the
-#: transaction (``_AFTER_HNSW``: the planner's scans back on after an HNSW search, and custom
-#: plans: the episodes' text query follows, and a generic plan cannot see how selective its
-#: filter's words are). That setting is the preserved side of a left join, so it happens even
-#: for a query without a lexeme (then one row of NULLs: ``_lexemes`` drops it).
+#: It also turns the planner's scans back on for the rest of the transaction, after an HNSW
+#: search (``_HNSW_ON``). That setting is the preserved side of a left join, so it happens
+#: even for a query without a lexeme (then one row of NULLs: ``_lexemes`` drops it).
 _TERMS_SQL = (
     "SELECT l.lexeme,"
     " (SELECT coalesce(sum(c.episodes), 0) FROM episode_counts c"
@@ -210,7 +208,7 @@ _TERMS_SQL = (
     " (SELECT coalesce(sum(t.df), 0) FROM episode_terms t"
     "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df,"
     " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag"
-    " FROM (SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true),"
+    " FROM (SELECT set_config('enable_seqscan', 'on', true),"
     "   set_config('enable_bitmapscan', 'on', true), set_config('enable_sort', 'on', true)) AS planning"
     " LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme) ON true"
 )
@@ -498,6 +496,27 @@ _HNSW_OFF = (
 )
 
 
+@dataclass(frozen=True)
+class Probe:
+    """One (sub-)query of ``candidate_lists_many``: its embedding and its text; ``None`` for
+    either skips its list."""
+
+    embedding: npt.NDArray[np.float32] | None
+    text: str | None
+
+
+@dataclass
+class _Lists:
+    """One probe's statements in flight (``candidate_lists_many``)."""
+
+    params: dict[str, Any]
+    lists: tuple[str, ...]
+    near: psycopg.AsyncCursor[Any]
+    small: psycopg.AsyncCursor[Any]
+    terms: psycopg.AsyncCursor[Any]
+    text_query: dict[str, Any] | None = None
+
+
 async def candidate_lists(
     conn: psycopg.AsyncConnection[Any],
     filters: Filters,
@@ -509,13 +528,32 @@ async def candidate_lists(
     scan: VectorScan,
     config: str = "english",
 ) -> tuple[list[Candidate], list[Candidate]]:
-    """The vector list (nearest first, every requested kind in one embedding space) and the
-    full-text list (best first within each kind, kinds interleaved by rank) of one query;
-    ``None`` for either input skips its list.
+    """The vector list and the full-text list of one query (``candidate_lists_many``)."""
+    (found,) = await candidate_lists_many(
+        conn, filters, [Probe(embedding, text)], model=model, limit=limit, scan=scan, config=config
+    )
+    return found
 
-    Two round trips: every statement that needs nothing from another goes in one pipeline
-    (the episodes nearest the query, facts' and skills' lists in one statement, the query's
-    document frequencies), then the episodes' text query, which needs the frequencies.
+
+async def candidate_lists_many(
+    conn: psycopg.AsyncConnection[Any],
+    filters: Filters,
+    probes: Sequence[Probe],
+    *,
+    model: str,
+    limit: int,
+    scan: VectorScan,
+    config: str = "english",
+) -> list[tuple[list[Candidate], list[Candidate]]]:
+    """For each probe, the vector list (nearest first, every requested kind in one embedding
+    space) and the full-text list (best first within each kind, kinds interleaved by rank).
+
+    Two round trips, however many probes (a decomposed question's sub-queries): every
+    statement that needs nothing from another goes in one pipeline (each probe's facts' and
+    skills' lists in one statement, its nearest episodes, its document frequencies), then
+    the episodes' text queries, which need the frequencies. A text query is never prepared:
+    Postgres plans it for its own words (a prepared statement's generic plan cannot see how
+    selective the filter's words are), and nothing else in the transaction is planned anew.
 
     ``hnsw``: the episodes come from the HNSW index with iterative scans (the filters and
     row-level security apply while it walks). The planner cannot see that one user holds
@@ -524,48 +562,63 @@ async def candidate_lists(
     Facts and skills are few per user: always exact."""
     kinds = _kinds(filters)
     small = tuple(k for k in kinds if k != "episode")
-    lists = tuple(name for name, given in (("vector", embedding is not None), ("text", text is not None)) if given)
-    base = {**filters.params(), "limit": limit, "model": model}
-    params = {**base, "embedding": embedding, "text": text, "config": config}
-    near = conn.cursor(binary=True)
-    small_cursor = conn.cursor(binary=True)
-    terms_cursor = conn.cursor(binary=True)
-    hnsw = scan == "hnsw"
     episodes = "episode" in kinds
+    hnsw = scan == "hnsw"
+    base = {**filters.params(), "limit": limit, "model": model, "config": config}
+    jobs = []
+    for p in probes:
+        given = (("vector", p.embedding is not None), ("text", p.text is not None))
+        lists = tuple(name for name, wanted in given if wanted)
+        cursors = (conn.cursor(binary=True), conn.cursor(binary=True), conn.cursor(binary=True))
+        jobs.append(_Lists({**base, "embedding": p.embedding, "text": p.text}, lists, *cursors))
+    near = [(j, p.embedding) for j, p in zip(jobs, probes, strict=True) if episodes and p.embedding is not None]
+    texts = [j for j, p in zip(jobs, probes, strict=True) if episodes and p.text is not None]
     async with conn.pipeline():
-        if small and lists:  # first: planned as usual
-            await small_cursor.execute(_small_sql(small, lists), params)
-        if episodes and embedding is not None:
-            if hnsw:
-                await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
-            await near.execute(_vector_sql(scan, int(embedding.shape[0])), params)
+        for job in jobs:  # first: planned as usual
+            if small and job.lists:
+                await job.small.execute(_small_sql(small, job.lists), job.params)
+        if hnsw and near:
+            await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
+        for job, vector in near:
+            await job.near.execute(_vector_sql(scan, int(vector.shape[0])), job.params)
         # The planner's scans back on for the rest of the transaction (an error aborts it:
         # nothing else runs): the terms statement does it, else a statement of its own.
-        if episodes and text is not None:
-            await terms_cursor.execute(_TERMS_SQL, params)
-        elif hnsw and episodes and embedding is not None:
+        for job in texts:
+            await job.terms.execute(_TERMS_SQL, job.params)
+        if hnsw and near and not texts:
             await conn.execute(_HNSW_OFF)
-    by_vector: list[Candidate] = []
-    if episodes and embedding is not None:
-        rows = await near.fetchall()
+    by_vector: dict[int, list[Candidate]] = {id(job): [] for job in jobs}
+    for job, vector in near:
+        rows = await job.near.fetchall()
         if len(rows) < limit and hnsw:
-            await near.execute(_vector_sql("exact", int(embedding.shape[0])), params)
-            rows = await near.fetchall()
-        by_vector.extend(_episode(row, distance=row[12]) for row in rows)
-    by_kind: dict[str, list[Candidate]] = {kind: [] for kind in kinds}
-    if small and lists:
-        for list_, candidate in map(_small, await small_cursor.fetchall()):
-            (by_vector if list_ == "vector" else by_kind[candidate.kind]).append(candidate)
-    by_vector.sort(key=lambda c: c.distance if c.distance is not None else 2.0)
-    terms = _lexemes(await terms_cursor.fetchall()) if episodes and text is not None else []
-    df = {str(r[0]): int(r[2]) for r in terms}
-    query = _episode_text(params, df, int(terms[0][1]), str(terms[0][3])) if terms else None
-    if query is not None:
-        await terms_cursor.execute(_episode_text_sql(query.pop("lexemes")), query)
-        by_kind["episode"] = [_episode(row, text_rank=row[12]) for row in await terms_cursor.fetchall()]
-    # Scores of different kinds are not comparable: interleave them rank by rank.
-    by_text = [c for rank in zip_longest(*by_kind.values()) for c in rank if c is not None]
-    return by_vector[:limit], by_text[:limit]
+            await job.near.execute(_vector_sql("exact", int(vector.shape[0])), job.params)
+            rows = await job.near.fetchall()
+        by_vector[id(job)].extend(_episode(row, distance=row[12]) for row in rows)
+    by_kind: dict[int, dict[str, list[Candidate]]] = {id(job): {kind: [] for kind in kinds} for job in jobs}
+    for job in jobs:
+        if small and job.lists:
+            for list_, candidate in map(_small, await job.small.fetchall()):
+                (by_vector[id(job)] if list_ == "vector" else by_kind[id(job)][candidate.kind]).append(candidate)
+    for job in texts:
+        terms = _lexemes(await job.terms.fetchall())
+        df = {str(r[0]): int(r[2]) for r in terms}
+        job.text_query = _episode_text(job.params, df, int(terms[0][1]), str(terms[0][3])) if terms else None
+    if any(job.text_query is not None for job in texts):
+        async with conn.pipeline():  # the second round trip, every probe's text query
+            for job in texts:
+                if job.text_query is not None:
+                    statement = _episode_text_sql(job.text_query.pop("lexemes"))
+                    await job.terms.execute(statement, job.text_query, prepare=False)
+    for job in texts:
+        if job.text_query is not None:
+            by_kind[id(job)]["episode"] = [_episode(row, text_rank=row[12]) for row in await job.terms.fetchall()]
+    found = []
+    for job in jobs:
+        vector_list = sorted(by_vector[id(job)], key=lambda c: c.distance if c.distance is not None else 2.0)
+        # Scores of different kinds are not comparable: interleave them rank by rank.
+        text_list = [c for rank in zip_longest(*by_kind[id(job)].values()) for c in rank if c is not None]
+        found.append((vector_list[:limit], text_list[:limit]))
+    return found
 
 
 async def vector_candidates(
