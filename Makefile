@@ -44,8 +44,10 @@ chromium:
 
 # The unit tests alone (no services): the loop to run while editing, under 30 s. The slow ones
 # (the privacy filter's hang detector) run in `make test`.
+# On every core (pytest-xdist): the unit tests hold no state between them, and their examples
+# are pinned, so each worker collects the same tests.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow" tests/unit clients/python/tests
+	$(BIN)/pytest -q -n auto -m "not slow" tests/unit clients/python/tests
 
 # Deeper, freshly seeded property tests of the gateway (the fuzz test and schemathesis): commit
 # what the fuzz test saves under tests/hypothesis-examples, and pin what either finds as a test.

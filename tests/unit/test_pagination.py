@@ -46,8 +46,8 @@ def _raw(value: object) -> str:
         (MEMORIES, base64.urlsafe_b64encode(b"\xff\xfe").decode()),  # not JSON
         (MEMORIES, _raw({"memories": 1})),
         (MEMORIES, _raw(["memories", "2026-12-01T09:00:00+00:00"])),  # a part missing
-        (MEMORIES, _raw(["memories", "2026-12-01T09:00:00", str(uuid.uuid4())])),  # no timezone
-        (MEMORIES, _raw(["memories", "yesterday", str(uuid.uuid4())])),
+        (MEMORIES, _raw(["memories", "2026-12-01T09:00:00", "d0906faf-3e65-42ff-8f49-4388a6c2a5cd"])),  # no timezone
+        (MEMORIES, _raw(["memories", "yesterday", "b2a55ce0-9294-4c96-a27d-93b2038f0235"])),
         (MEMORIES, _raw(["memories", "2026-12-01T09:00:00+00:00", "not-a-uuid"])),
         (MEMORIES, _raw(["audit", "2026-12-01T09:00:00+00:00", 5])),  # another list's cursor
         (AUDIT, _raw(["audit", "2026-12-01T09:00:00+00:00", "5"])),
