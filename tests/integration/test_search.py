@@ -313,14 +313,17 @@ async def test_when_every_word_is_common_the_other_words_still_rank_and_the_scan
         assert len(await text_candidates(conn, scope, "zebra quokka wombat", limit=20)) == 3
 
 
+#: Two topics, two turns each: deploys and themes.
+DEPLOYS_AND_THEMES = [
+    {"content": "We deploy the billing service with rsync over SSH."},
+    {"content": "The dashboard uses a dark theme for the night shift."},
+    {"content": "Deploys go out on Tuesdays after the standup."},
+    {"content": "Alice likes dark mode in every editor."},
+]
+
+
 async def test_sub_queries_side_by_side_find_what_one_after_another_finds(stack: RunningStack, tenant: str) -> None:
-    await store(stack, tenant, [
-        {"content": "We deploy the billing service with rsync over SSH."},
-        {"content": "The dashboard uses a dark theme for the night shift."},
-        {"content": "Deploys go out on Tuesdays after the standup."},
-        {"content": "Alice likes dark mode in every editor."},
-        {"content": "The weather was nice on the hike."},
-    ])  # fmt: skip
+    await store(stack, tenant, [*DEPLOYS_AND_THEMES, {"content": "The weather was nice on the hike."}])
     spec = SearchSpec(
         filters=Filters(tenant_id=tenant, user_id="u1"), queries=["how do we deploy", "which theme is used"], k=4,
         candidates=50, vector_weight=1.0, text_weight=1.0, rrf_k=60, ranking=RankingOptions(), scan="exact",
@@ -349,12 +352,7 @@ async def test_sub_queries_side_by_side_find_what_one_after_another_finds(stack:
 
 
 async def test_many_probes_in_one_pipeline_find_what_each_finds_alone(stack: RunningStack, tenant: str) -> None:
-    await store(stack, tenant, [
-        {"content": "We deploy the billing service with rsync over SSH."},
-        {"content": "The dashboard uses a dark theme for the night shift."},
-        {"content": "Deploys go out on Tuesdays after the standup."},
-        {"content": "Alice likes dark mode in every editor."},
-    ])  # fmt: skip
+    await store(stack, tenant, DEPLOYS_AND_THEMES)
     texts = ["how do we deploy", "which theme is used", "which of them is it", "rsync"]  # the third: stopwords only
     vectors = await EMBEDDER.embed(texts)
     probes = [retrieval.Probe(v, t) for v, t in zip(vectors, texts, strict=True)]

@@ -510,16 +510,25 @@ class Probe:
     text: str | None
 
 
+def _dim(probe: Probe) -> int:
+    assert probe.embedding is not None
+    return int(probe.embedding.shape[0])
+
+
 @dataclass
 class _Lists:
     """One probe's statements in flight (``candidate_lists_many``)."""
 
+    probe: Probe
     params: dict[str, Any]
     lists: tuple[str, ...]
     near: psycopg.AsyncCursor[Any]
     small: psycopg.AsyncCursor[Any]
     terms: psycopg.AsyncCursor[Any]
     text_query: dict[str, Any] | None = None
+    #: What came back: the vector list (every kind) and each kind's text list.
+    by_vector: list[Candidate] = field(default_factory=list)
+    by_kind: dict[str, list[Candidate]] = field(default_factory=dict)
 
 
 async def candidate_lists(
@@ -573,35 +582,35 @@ async def candidate_lists_many(
         given = (("vector", p.embedding is not None), ("text", p.text is not None))
         lists = tuple(name for name, wanted in given if wanted)
         cursors = (conn.cursor(binary=True), conn.cursor(binary=True), conn.cursor(binary=True))
-        jobs.append(_Lists({**base, "embedding": p.embedding, "text": p.text}, lists, *cursors))
-    near = [(j, p.embedding) for j, p in zip(jobs, probes, strict=True) if episodes and p.embedding is not None]
-    texts = [j for j, p in zip(jobs, probes, strict=True) if episodes and p.text is not None]
+        job = _Lists(p, {**base, "embedding": p.embedding, "text": p.text}, lists, *cursors)
+        job.by_kind = {kind: [] for kind in kinds}
+        jobs.append(job)
+    near = [j for j in jobs if episodes and j.probe.embedding is not None]
+    texts = [j for j in jobs if episodes and j.probe.text is not None]
     async with conn.pipeline():
         for job in jobs:  # first: planned as usual
             if small and job.lists:
                 await job.small.execute(_small_sql(small, job.lists), job.params)
         if hnsw and near:
             await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
-        for job, vector in near:
-            await job.near.execute(_vector_sql(scan, int(vector.shape[0])), job.params)
+        for job in near:
+            await job.near.execute(_vector_sql(scan, _dim(job.probe)), job.params)
         # The planner's scans back on for the rest of the transaction (an error aborts it:
         # nothing else runs): the terms statement does it, else a statement of its own.
         for job in texts:
             await job.terms.execute(_TERMS_SQL, job.params)
         if hnsw and near and not texts:
             await conn.execute(_HNSW_OFF)
-    by_vector: dict[int, list[Candidate]] = {id(job): [] for job in jobs}
-    for job, vector in near:
+    for job in near:
         rows = await job.near.fetchall()
         if len(rows) < limit and hnsw:
-            await job.near.execute(_vector_sql("exact", int(vector.shape[0])), job.params)
+            await job.near.execute(_vector_sql("exact", _dim(job.probe)), job.params)
             rows = await job.near.fetchall()
-        by_vector[id(job)].extend(_episode(row, distance=row[12]) for row in rows)
-    by_kind: dict[int, dict[str, list[Candidate]]] = {id(job): {kind: [] for kind in kinds} for job in jobs}
+        job.by_vector.extend(_episode(row, distance=row[12]) for row in rows)
     for job in jobs:
         if small and job.lists:
             for list_, candidate in map(_small, await job.small.fetchall()):
-                (by_vector[id(job)] if list_ == "vector" else by_kind[id(job)][candidate.kind]).append(candidate)
+                (job.by_vector if list_ == "vector" else job.by_kind[candidate.kind]).append(candidate)
     for job in texts:
         terms = _lexemes(await job.terms.fetchall())
         df = {str(r[0]): int(r[2]) for r in terms}
@@ -613,12 +622,12 @@ async def candidate_lists_many(
                     await job.terms.execute(_episode_text_sql(job.text_query.pop("lexemes")), job.text_query)
     for job in texts:
         if job.text_query is not None:
-            by_kind[id(job)]["episode"] = [_episode(row, text_rank=row[12]) for row in await job.terms.fetchall()]
+            job.by_kind["episode"] = [_episode(row, text_rank=row[12]) for row in await job.terms.fetchall()]
     found = []
     for job in jobs:
-        vector_list = sorted(by_vector[id(job)], key=lambda c: c.distance if c.distance is not None else 2.0)
+        vector_list = sorted(job.by_vector, key=lambda c: c.distance if c.distance is not None else 2.0)
         # Scores of different kinds are not comparable: interleave them rank by rank.
-        text_list = [c for rank in zip_longest(*by_kind[id(job)].values()) for c in rank if c is not None]
+        text_list = [c for rank in zip_longest(*job.by_kind.values()) for c in rank if c is not None]
         found.append((vector_list[:limit], text_list[:limit]))
     return found
 
