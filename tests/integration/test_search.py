@@ -484,3 +484,25 @@ async def test_facts_and_skills_come_by_vector_and_by_text_in_one_statement(
     assert skill["memory_type"] == "skill" and skill["parts"]["vector_rank"]
     only_text = await search(gateway, tenant, "Kubernetes helm", memory_types="fact,skill", mmr="false")
     assert [h["kind"] for h in only_text][:1] == ["fact"] and all(h["kind"] != "episode" for h in only_text)
+
+
+async def test_an_episodes_embedding_stays_in_its_row(stack: RunningStack, tenant: str) -> None:
+    """Migration 0015: a turn long enough that its row passes 2 KB keeps its embedding inline
+    (pgvector stores ``external``: by default it would go to the TOAST table, and every exact
+    distance and every candidate read would fetch it from there). The same row in a table
+    without the setting shows that it would have moved."""
+    words = " ".join(f"{w}{i}" for i, w in enumerate(["deploy", "rollback", "latency", "replica", "quota"] * 10))
+    (event_id,) = await store(stack, tenant, [{"content": f"Post-mortem notes: {words}."}])
+    with stack.owner_db(tenant) as conn:
+        size, toasted = conn.execute(
+            "SELECT pg_column_size(e.*), pg_column_toast_chunk_id(embedding) FROM episodes e WHERE event_id = %s",
+            (event_id,),
+        ).fetchone() or (0, 0)
+        conn.execute("CREATE TEMP TABLE default_layout (LIKE episodes INCLUDING DEFAULTS)")
+        conn.execute("INSERT INTO default_layout SELECT * FROM episodes WHERE event_id = %s", (event_id,))
+        (elsewhere,) = conn.execute("SELECT pg_column_toast_chunk_id(embedding) FROM default_layout").fetchone() or (
+            None,
+        )
+    assert isinstance(size, int) and 2_100 < size < 4_000, "a row between the two thresholds"
+    assert toasted is None, "the embedding is in the row"
+    assert elsewhere is not None, "without the setting the same row's embedding goes to TOAST"
