@@ -37,6 +37,7 @@ class _Entry(Generic[V]):
     deadline: float
     size: int
     value: V
+    family: Hashable = None
 
 
 class RecentSearches(Generic[V]):
@@ -56,6 +57,8 @@ class RecentSearches(Generic[V]):
         self.max_bytes = max_bytes
         self._clock = clock
         self._entries: OrderedDict[Hashable, _Entry[V]] = OrderedDict()
+        #: How many entries each family has (``put``'s ``family``).
+        self._families: dict[Hashable, int] = {}
         self._bytes = 0
         self._swept = clock()
         #: Lookups answered from here, and lookups that went to Postgres.
@@ -83,10 +86,25 @@ class RecentSearches(Generic[V]):
         self.misses += 1
         return None
 
-    def put(self, key: Hashable, value: V, *, size: int, now: datetime, expiries: list[datetime]) -> None:
+    def holds(self, family: Hashable) -> bool:
+        """Whether an entry of ``family`` is held (it may have ended since the last sweep): a
+        guess that the same question is about to be answered from here, not a lookup."""
+        return family in self._families
+
+    def put(
+        self,
+        key: Hashable,
+        value: V,
+        *,
+        size: int,
+        now: datetime,
+        expiries: list[datetime],
+        family: Hashable = None,
+    ) -> None:
         """Keep ``value`` (about ``size`` bytes in memory) for ``ttl_s`` seconds, or until the
         earliest of ``expiries`` (the memories' own ends, ``now`` being the time the search
-        filtered them against), whichever comes first."""
+        filtered them against), whichever comes first. ``family``: what entries of keys that
+        differ only in what the caller learns from the database have in common (``holds``)."""
         if not self.enabled or size > self.max_bytes:
             return
         self._sweep()
@@ -95,8 +113,10 @@ class RecentSearches(Generic[V]):
             return
         if key in self._entries:
             self._drop(key)
-        self._entries[key] = _Entry(self._clock() + life, size, value)
+        self._entries[key] = _Entry(self._clock() + life, size, value, family)
         self._bytes += size
+        if family is not None:
+            self._families[family] = self._families.get(family, 0) + 1
         while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
             self._drop(next(iter(self._entries)))
 
@@ -121,3 +141,7 @@ class RecentSearches(Generic[V]):
     def _drop(self, key: Hashable) -> None:
         entry = self._entries.pop(key)
         self._bytes -= entry.size
+        if entry.family is not None:
+            left = self._families.pop(entry.family) - 1
+            if left:
+                self._families[entry.family] = left

@@ -21,7 +21,15 @@ import psycopg
 from agents_gateway.retrieval.fusion import fuse_rrf
 from agents_gateway.retrieval.ranking import RankingOptions, Scored, adjust, mmr
 from memstream.embedder import Embedder
-from sinks.postgres.queries.retrieval import Candidate, Filters, Probe, VectorScan, candidate_lists_many, embeddings
+from sinks.postgres.queries.retrieval import (
+    Candidate,
+    Filters,
+    Probe,
+    Terms,
+    VectorScan,
+    candidate_lists_many,
+    embeddings,
+)
 
 
 @dataclass(frozen=True)
@@ -83,14 +91,16 @@ async def hybrid_search(
     *,
     now: datetime,
     spare: SpareConnection | None = None,
+    terms: Sequence[Terms] | None = None,
 ) -> list[Hit]:
     """The top ``spec.k`` memories for the (sub-)queries (the caller set the tenant).
 
     With ``spare``, sub-queries run side by side on the connections it can lend at once (a
     context question is about two): Postgres answers them on as many cores, so a compound
     question costs about one sub-query's time when the machine is not busy. When the pool has
-    nothing idle they all go on ``conn``, as without it, in the same two round trips
-    (``candidate_lists_many``)."""
+    nothing idle they all go on ``conn``, as without it, in the same round trips
+    (``candidate_lists_many``). ``terms``: each sub-query's, read already in this transaction
+    (``send_early``): then each lane takes one round trip."""
     queries = await embedder.embed(list(spec.queries))
     jobs = list(zip(spec.queries, queries, strict=True))
     results: list[tuple[list[Scored], dict[tuple[str, Any], Candidate]] | None] = [None] * len(jobs)
@@ -98,7 +108,8 @@ async def hybrid_search(
     async def lane(lane_conn: psycopg.AsyncConnection[Any], indices: range) -> None:
         """The lane's sub-queries, together: two round trips for all of them."""
         found = await candidate_lists_many(
-            lane_conn, spec.filters, [Probe(jobs[i][1], jobs[i][0]) for i in indices], model=embedder.model_name,
+            lane_conn, spec.filters, [Probe(jobs[i][1], jobs[i][0], terms[i] if terms else None) for i in indices],
+            model=embedder.model_name,
             limit=spec.candidates, scan=spec.scan, config=spec.text_config,
         )  # fmt: skip
         for i, (by_vector, by_text) in zip(indices, found, strict=True):

@@ -26,11 +26,13 @@ from sinks.postgres.queries.retrieval import (
     EPISODE_TYPES,
     Filters,
     OwnerTotals,
+    Terms,
     VectorScan,
     choose_scan,
-    owner_totals,
     read_owner_totals,
+    read_terms,
     send_owner_totals,
+    send_terms,
 )
 from sinks.redis.buffer import SessionRef
 
@@ -42,6 +44,53 @@ class Toggles:
     decay: bool = True
     boosts: bool = True
     mmr: bool = True
+
+
+@dataclass(frozen=True)
+class EarlyTerms:
+    """A search's sub-queries and their terms statements (``send_terms``), sent in its first
+    round trip with the user's totals (``send_early``)."""
+
+    decomposition: Decomposition
+    sent: list[psycopg.AsyncCursor[Any]]
+    #: The time the decomposition read relative time against (the search's).
+    now: datetime
+
+
+def _family(filters: Filters, agent_id: str | None, query: str, method: Method, toggles: Toggles) -> tuple[Any, ...]:
+    """What a search's cache keys have in common, whatever the database and the session buffer
+    say (``RecentSearches.holds``)."""
+    return (filters, agent_id, query, method, toggles)
+
+
+async def send_early(
+    state: GatewayState,
+    conn: psycopg.AsyncConnection[Any],
+    filters: Filters,
+    query: str,
+    *,
+    method: Method,
+    toggles: Toggles,
+    agent_id: str | None,
+    now: datetime,
+) -> EarlyTerms | None:
+    """The sub-queries' terms statements, sent before the caller reads anything, so that they
+    travel in its first round trip and the text queries go with the vector lists in the second
+    (a round trip fewer). None, and nothing sent, when the sub-queries are not known without
+    a round trip or a model (the LLM's decomposition; "the previous session" to look up in
+    the event log), or when the same search has an answer in the cache (``holds``: it is
+    likely a repeat, and its terms would be read for nothing)."""
+    if method == "llm" or (filters.session_id and names_previous_session(query)):
+        return None
+    if state.searches.holds(_family(filters, agent_id, query, method, toggles)):
+        return None
+    decomposition = await decompose(
+        query, method=method, session_id=filters.session_id, previous_session_id=None, now=now, llm=None
+    )
+    tenant = await state.policies.settings(filters.tenant_id, conn)
+    config = tenant.text_search_config or state.settings.text_search_config
+    sent = [await send_terms(conn, filters, q, config=config) for q in decomposition.queries]
+    return EarlyTerms(decomposition, sent, now)
 
 
 async def search(
@@ -56,14 +105,22 @@ async def search(
     agent_id: str | None,
     now: datetime | None = None,
     totals: OwnerTotals | None = None,
+    early: EarlyTerms | None = None,
     spare: SpareConnection | None = None,
 ) -> tuple[list[Hit], Decomposition, VectorScan]:
+    """``totals`` and ``early``: what the caller sent and read in its first round trip (the
+    context's); without ``totals`` this does it, ``send_early`` included."""
     now_given = now is not None  # an answer "as of" another time is not a repeat of a current one
-    now = now or datetime.now(UTC)
+    now = now or (early.now if early is not None else datetime.now(UTC))
     settings = state.settings
+    if totals is None:
+        sent = await send_owner_totals(conn, filters)
+        early = await send_early(
+            state, conn, filters, query, method=method, toggles=toggles, agent_id=agent_id, now=now
+        )
+        totals = await read_owner_totals(sent)
     tenant = await state.policies.settings(filters.tenant_id, conn)
     auto = settings.vector_index == "auto"
-    totals = totals or await owner_totals(conn, filters)
     scan = choose_scan(
         settings.vector_index,
         totals.episodes if auto else 0,
@@ -83,9 +140,14 @@ async def search(
         hits, decomposition = cached
         _note_access(state, filters.tenant_id, hits)
         return list(hits), decomposition, scan
-    decomposition = await decompose(
-        query, method=method, session_id=filters.session_id, previous_session_id=earlier, now=now, llm=state.llm
-    )
+    if early is not None:
+        decomposition = early.decomposition
+        terms: list[Terms] | None = [await read_terms(cur) for cur in early.sent]
+    else:
+        decomposition = await decompose(
+            query, method=method, session_id=filters.session_id, previous_session_id=earlier, now=now, llm=state.llm
+        )
+        terms = None
     spec = SearchSpec(
         filters=filters,
         queries=decomposition.queries,
@@ -103,13 +165,14 @@ async def search(
         scan=scan,
         text_config=tenant.text_search_config or settings.text_search_config,
     )  # fmt: skip
-    hits = await hybrid_search(conn, spec, state.embedder, now=now, spare=spare)
+    hits = await hybrid_search(conn, spec, state.embedder, now=now, spare=spare, terms=terms)
     _note_access(state, filters.tenant_id, hits)
     if cacheable and state.searches.enabled:
         kept = tuple(Hit(replace(h.candidate, embedding=b""), h.scored, h.sub_queries) for h in hits)  # MMR is done
         state.searches.put(
             key, (kept, decomposition), size=answer_bytes(kept), now=now,
             expiries=[h.candidate.expires_at for h in hits if h.candidate.expires_at is not None],
+            family=_family(filters, agent_id, query, method, toggles),
         )  # fmt: skip
     return hits, decomposition, scan
 
@@ -243,6 +306,8 @@ async def build_context(
     try:
         #: The whole history's tokens (what stuffing it into the prompt would cost) and the user's size.
         sent = await send_owner_totals(conn, filters)
+        early = await send_early(state, conn, filters, query, method=method, toggles=Toggles(), agent_id=agent_id,
+                                 now=datetime.now(UTC)) if query else None  # fmt: skip
         facts = _fact_lines(await facts_as_of(conn, user_id=user_id, project_id=project_id, session_id=session_id))
         totals = await read_owner_totals(sent)
     except BaseException:
@@ -267,6 +332,7 @@ async def build_context(
             toggles=Toggles(),
             agent_id=agent_id,
             totals=totals,
+            early=early,
             spare=spare,
         )
         floor = state.settings.context_min_similarity

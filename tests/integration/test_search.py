@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -175,15 +176,17 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
                 assert "Sort" in "".join(r[0] for r in await plan.fetchall()), "the planner's settings are back"
             settings = "SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan'), " \
                 "current_setting('enable_sort')"  # fmt: skip
-            for text in ("which valkey note", "which of them is it"):  # the second: stopwords only
-                async with conn.transaction():
-                    near, matched = await retrieval.candidate_lists(
-                        conn, scope, embedding=query, text=text, model=EMBEDDER.model_name, limit=6, scan="hnsw"
-                    )
+            for text, early in itertools.product(("which valkey note", "which of them is it"), (False, True)):
+                async with conn.transaction():  # the second text: stopwords only
+                    terms = await retrieval.read_terms(await retrieval.send_terms(conn, scope, text)) if early else None
+                    ((near, matched),) = await retrieval.candidate_lists_many(
+                        conn, scope, [retrieval.Probe(query, text, terms)], model=EMBEDDER.model_name, limit=6,
+                        scan="hnsw",
+                    )  # fmt: skip
                     assert [c.id for c in near] == [r.id for r in exact]
                     assert (matched == []) is (text == "which of them is it")
                     back = await (await conn.execute(settings)).fetchone()
-                    assert back == ("on", "on", "on"), f"after {text!r}, the terms statement turned them back on"
+                    assert back == ("on", "on", "on"), f"after {text!r} (terms read first: {early}), they are back on"
         assert [r.id for r in hnsw] == [r.id for r in exact]
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
@@ -375,7 +378,20 @@ async def test_many_probes_in_one_pipeline_find_what_each_finds_alone(stack: Run
                 )
                 for p in probes
             ]
-        assert ids(together) == ids(alone)
+            # The terms read first (as a search sends them with the user's totals): every probe's,
+            # then half of them (the others' are read in the first round trip, their text queries
+            # sent in a second).
+            sent = [await retrieval.send_terms(conn, scope, t) for t in texts]
+            terms = [await retrieval.read_terms(cur) for cur in sent]
+            early = {
+                which: await retrieval.candidate_lists_many(
+                    conn, scope, [retrieval.Probe(p.embedding, p.text, known) for p, known in zip(probes, given, strict=True)],
+                    model=EMBEDDER.model_name, limit=3, scan="exact",
+                )
+                for which, given in (("all", terms), ("half", [t if i % 2 else None for i, t in enumerate(terms)]))
+            }  # fmt: skip
+        assert terms[2] == retrieval.Terms({}), "stopwords only: no lexeme"
+        assert ids(together) == ids(alone) == ids(early["all"]) == ids(early["half"])
         assert [len(near) for near, _ in together] == [3, 3, 3, 0]
         assert together[2][1] == [] and together[3][1], "stopwords match nothing; a word matches"
     finally:

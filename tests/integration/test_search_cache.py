@@ -9,18 +9,23 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest.mock import ANY
 
 import httpx
 import psycopg
 from pgvector.psycopg import register_vector_async
 
 from agents_gateway.app import create_app
+from agents_gateway.retrieval.decomposition import Method
+from agents_gateway.retrieval.service import Toggles, send_early
 from agents_gateway.state import GatewayState
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.settings import Settings
 from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.event_log import append_events
+from sinks.postgres.queries.retrieval import Filters, Terms, read_terms
+from sinks.postgres.tenancy import tenant_transaction
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
 from tests.integration.helpers import count_rows, post_turns, turn
 
@@ -225,3 +230,31 @@ async def test_the_previous_session_is_part_of_the_key(stack: RunningStack, tena
         moved = await asked()
         assert state.searches.hits == generation, "answered from the cache with the old previous session"
         assert any("s5" in q for q in moved) and not any("s1" in q for q in moved), moved
+
+
+async def test_a_search_reads_its_terms_in_its_first_round_trip_unless_it_is_likely_a_repeat(
+    stack: RunningStack, tenant: str
+) -> None:
+    """``send_early``: the sub-queries' terms go with the user's totals, except when they are
+    not known without the database or a model, or when the same search has an answer in the
+    cache (likely answered from it, and its terms would go unread)."""
+    await store(stack, tenant, "The billing ledger lives in Postgres")
+    async with gateway_with_cache(stack, stack.key(tenant)) as (state, client):
+
+        async def early(query: str, method: Method = "off", session_id: str | None = None) -> list[Terms] | None:
+            scope = Filters(tenant_id=tenant, user_id="u1", session_id=session_id)
+            async with tenant_transaction(state.pool, tenant, pipeline=True) as conn:
+                sent = await send_early(
+                    state, conn, scope, query, method=method, toggles=Toggles(), agent_id=None, now=datetime.now(UTC)
+                )
+                return None if sent is None else [await read_terms(cur) for cur in sent.sent]
+
+        assert await early(QUESTION) == [Terms({"bill": 1, "databas": 0, "hold": 0, "ledger": 1}, 1, ANY)]
+        two = await early("which database holds the billing ledger; who set up the replicas", method="rules")
+        assert two is not None and len(two) == 2
+        assert await early(QUESTION, method="llm") is None, "the model's sub-queries are not known yet"
+        assert await early("what did we decide last session", session_id="s") is None, "needs the event log"
+        await contents(client)
+        assert await early(QUESTION) is None, "answered a moment ago: likely a repeat"
+        await store(stack, tenant, "The billing ledger moved to CockroachDB")
+        assert len(await contents(client)) == 2, "a likely repeat that is not one is searched all the same"

@@ -136,3 +136,20 @@ def test_an_answers_size_counts_what_it_holds_in_memory() -> None:
             tracemalloc.stop()
         estimate = answer_bytes(hits)
         assert 0.8 * taken <= estimate <= 2.5 * taken, (name, estimate, taken)
+
+
+def test_a_family_is_held_while_any_of_its_answers_is() -> None:
+    """``holds``: two keys of one family (the same question at two generations), and whatever
+    drops them (replacement, eviction, expiry, ``drop_where``) drops the family's count too."""
+    searches, clock = cache(max_entries=2)
+    assert not searches.holds("f")
+    searches.put(("q", 1), "A", size=1, now=NOW, expiries=[], family="f")
+    searches.put(("q", 1), "A'", size=1, now=NOW, expiries=[], family="f")  # replaced, counted once
+    searches.put(("q", 2), "B", size=1, now=NOW, expiries=[], family="f")
+    searches.put("other", "C", size=1, now=NOW, expiries=[])  # evicts ("q", 1); no family
+    assert searches.holds("f") and not searches.holds(None) and len(searches) == 2
+    assert searches.drop_where(lambda key, _: key == ("q", 2)) == 1
+    assert not searches.holds("f")
+    searches.put(("q", 3), "D", size=1, now=NOW, expiries=[], family="f")
+    clock.t += 11
+    assert searches.get(("q", 3)) is None and not searches.holds("f"), "expired and dropped"

@@ -155,15 +155,10 @@ class OwnerTotals:
     generation: int | None = None
 
 
-async def owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters) -> OwnerTotals:
-    """The running totals of the user's episodes (one index lookup, not a count of rows) and
-    the user's memory generation."""
-    return await read_owner_totals(await send_owner_totals(conn, filters))
-
-
 async def send_owner_totals(conn: psycopg.AsyncConnection[Any], filters: Filters) -> psycopg.AsyncCursor[Any]:
-    """``owner_totals`` sent, to be read with ``read_owner_totals``: on a connection in pipeline
-    mode it travels with whatever the caller reads first."""
+    """The running totals of the user's episodes (one index lookup, not a count of rows) and
+    the user's memory generation, sent, to be read with ``read_owner_totals``: on a connection
+    in pipeline mode it travels with whatever the caller reads first."""
     return await conn.cursor().execute(_COUNT_SQL, filters.params())
 
 
@@ -217,15 +212,10 @@ def _vector_sql(strategy: VectorScan, dim: int) -> str:
 
 
 #: The query's lexemes (stemmed, stopwords dropped), how many live episodes the user has and
-#: in how many each lexeme occurs: the running totals the reader may see (RLS), one round trip.
-#: It also sets what the statements after it are planned with, for the rest of the
-#: transaction: the planner's scans back on after an HNSW search (``_HNSW_ON``), and custom
-#: plans, for the episodes' text queries that follow (a generic plan cannot see how selective
-#: its filter's words are). ``candidate_lists_many`` sends nothing else after it, so no other
-#: statement is planned anew: before, a context's second sub-query planned its facts-and-skills
-#: statement every time (1.2 ms instead of 0.2-0.4). That setting is the preserved side of a
-#: left join, so it happens even for a query without a lexeme (then one row of NULLs:
-#: ``_lexemes`` drops it).
+#: in how many each lexeme occurs: the running totals the reader may see (RLS). No row for a
+#: query without a lexeme. It needs only the query's text, so a search sends it in its first
+#: round trip, with the user's totals (``send_terms``), and its text query goes with the
+#: vector list in the second: two round trips instead of three.
 _TERMS_SQL = (
     "SELECT l.lexeme,"
     " (SELECT coalesce(sum(c.episodes), 0) FROM episode_counts c"
@@ -233,15 +223,47 @@ _TERMS_SQL = (
     " (SELECT coalesce(sum(t.df), 0) FROM episode_terms t"
     "   WHERE t.tenant_id = %(tenant_id)s AND t.user_id = %(user_id)s AND t.lexeme = l.lexeme) AS df,"
     " memstream_owner_tag(%(tenant_id)s, %(user_id)s) AS owner_tag"
-    " FROM (SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true),"
-    "   set_config('enable_bitmapscan', 'on', true), set_config('enable_sort', 'on', true)) AS planning"
-    " LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme) ON true"
+    " FROM unnest(tsvector_to_array(to_tsvector(%(config)s::regconfig, %(text)s))) AS l(lexeme)"
 )
 
 
-def _lexemes(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """``_TERMS_SQL``'s rows of lexemes (without the row of NULLs of a query that has none)."""
-    return [row for row in rows if row[0] is not None]
+@dataclass(frozen=True)
+class Terms:
+    """What an episodes' text query is built from (``_TERMS_SQL``): in how many of the user's
+    live episodes each of the query's lexemes occurs, how many there are, and the user's owner
+    tag (migration 0012). Empty for a query without a lexeme."""
+
+    df: dict[str, int]
+    n_docs: int = 0
+    owner_tag: str = ""
+
+
+async def send_terms(
+    conn: psycopg.AsyncConnection[Any], filters: Filters, text: str, *, config: str = "english"
+) -> psycopg.AsyncCursor[Any]:
+    """``_TERMS_SQL`` sent, to be read with ``read_terms`` (in pipeline mode it travels with
+    whatever the caller reads first)."""
+    params = {"tenant_id": filters.tenant_id, "user_id": filters.user_id, "config": config, "text": text}
+    return await conn.cursor(binary=True).execute(_TERMS_SQL, params)
+
+
+async def read_terms(cur: psycopg.AsyncCursor[Any]) -> Terms:
+    rows = await cur.fetchall()
+    if not rows:
+        return Terms({})
+    return Terms({str(r[0]): int(r[2]) for r in rows}, int(rows[0][1]), str(rows[0][3]))
+
+
+#: What the episodes' text queries are planned with, for the rest of the transaction: the
+#: planner's scans back on after an HNSW search (``_HNSW_ON``), and custom plans (a generic
+#: plan cannot see how selective its filter's words are). ``candidate_lists_many`` sends it
+#: after every other statement and before the text queries, so nothing else is planned anew:
+#: a context's second sub-query once planned its facts-and-skills statement on every query
+#: (1.2 ms instead of 0.2-0.4).
+_PLAN_TEXT = (
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', true), set_config('enable_seqscan', 'on', true),"
+    " set_config('enable_bitmapscan', 'on', true), set_config('enable_sort', 'on', true)"
+)
 
 
 #: Episodes holding any selective lexeme, scored by BM25 with a term frequency of one (turns
@@ -356,11 +378,12 @@ def _episode_text_sql(lexemes: int) -> str:
     )
 
 
-def _episode_text(params: dict[str, Any], df: dict[str, int], n_docs: int, owner_tag: str) -> dict[str, Any] | None:
+def _episode_text(params: dict[str, Any], terms: Terms) -> dict[str, Any] | None:
     """The parameters of the episodes' text query (``_episode_text_sql`` of as many lexemes
     as ``t0``, ``t1``, ...), or None when nothing selects candidates."""
-    weights = term_weights(n_docs, df)
-    if n_docs == 0 or not weights.selective:
+    df, owner_tag = terms.df, terms.owner_tag
+    weights = term_weights(terms.n_docs, df)
+    if terms.n_docs == 0 or not weights.selective:
         return None
     # Each row is scored only on the lexemes that can tell candidates apart: one no episode
     # holds adds nothing, and under ``all_of`` every candidate holds the selective ones (their
@@ -524,10 +547,12 @@ _HNSW_OFF = (
 @dataclass(frozen=True)
 class Probe:
     """One (sub-)query of ``candidate_lists_many``: its embedding and its text; ``None`` for
-    either skips its list."""
+    either skips its list. ``terms``: the text's ``read_terms``, when the caller read them
+    already (in the same transaction); None: ``candidate_lists_many`` reads them first."""
 
     embedding: npt.NDArray[np.float32] | None
     text: str | None
+    terms: Terms | None = None
 
 
 def _dim(probe: Probe) -> int:
@@ -549,6 +574,13 @@ class _Lists:
     #: What came back: the vector list (every kind) and each kind's text list.
     by_vector: list[Candidate] = field(default_factory=list)
     by_kind: dict[str, list[Candidate]] = field(default_factory=dict)
+
+
+async def _send_text(job: _Lists) -> None:
+    """The probe's episodes' text query, on its ``terms`` cursor (the terms were read)."""
+    query = job.text_query
+    assert query is not None
+    await job.terms.execute(_episode_text_sql(query.pop("lexemes")), query)
 
 
 async def candidate_lists(
@@ -582,10 +614,11 @@ async def candidate_lists_many(
     """For each probe, the vector list (nearest first, every requested kind in one embedding
     space) and the full-text list (best first within each kind, kinds interleaved by rank).
 
-    Two round trips, however many probes (a decomposed question's sub-queries): every
-    statement that needs nothing from another goes in one pipeline (each probe's facts' and
-    skills' lists in one statement, its nearest episodes, its document frequencies: these
-    last, see ``_TERMS_SQL``), then the episodes' text queries, which need the frequencies.
+    One round trip when every probe with a text comes with its ``terms``, however many probes
+    (a decomposed question's sub-queries): each probe's facts' and skills' lists in one
+    statement, its nearest episodes, then the text queries' planning (``_PLAN_TEXT``) and
+    its episodes' text query. A probe without its terms has them read in that round trip and
+    its text query sent in a second.
 
     ``hnsw``: the episodes come from the HNSW index with iterative scans (the filters and
     row-level security apply while it walks). The planner cannot see that one user holds
@@ -604,9 +637,13 @@ async def candidate_lists_many(
         cursors = (conn.cursor(binary=True), conn.cursor(binary=True), conn.cursor(binary=True))
         job = _Lists(p, {**base, "embedding": p.embedding, "text": p.text}, lists, *cursors)
         job.by_kind = {kind: [] for kind in kinds}
+        if episodes and p.text is not None and p.terms is not None:
+            job.text_query = _episode_text(job.params, p.terms)
         jobs.append(job)
     near = [j for j in jobs if episodes and j.probe.embedding is not None]
-    texts = [j for j in jobs if episodes and j.probe.text is not None]
+    unknown = [j for j in jobs if episodes and j.probe.text is not None and j.probe.terms is None]
+    ready = [j for j in jobs if j.text_query is not None]
+    planned = False
     async with conn.pipeline():
         for job in jobs:  # first: planned as usual
             if small and job.lists:
@@ -615,12 +652,17 @@ async def candidate_lists_many(
             await conn.execute(_HNSW_ON, {"ef": str(_ef_search(limit))})
         for job in near:
             await job.near.execute(_vector_sql(scan, _dim(job.probe)), job.params)
-        # The planner's scans back on for the rest of the transaction (an error aborts it:
-        # nothing else runs): the terms statement does it, else a statement of its own.
-        for job in texts:
+        for job in unknown:
             await job.terms.execute(_TERMS_SQL, job.params)
-        if hnsw and near and not texts:
+        # The planner's scans back on for the rest of the transaction (an error aborts it:
+        # nothing else runs), and the text queries' custom plans.
+        if ready or (hnsw and near and unknown):
+            await conn.execute(_PLAN_TEXT)
+            planned = True
+        elif hnsw and near:
             await conn.execute(_HNSW_OFF)
+        for job in ready:
+            await _send_text(job)
     for job in near:
         rows = await job.near.fetchall()
         if len(rows) < limit and hnsw:
@@ -631,17 +673,20 @@ async def candidate_lists_many(
         if small and job.lists:
             for list_, candidate in map(_small, await job.small.fetchall()):
                 (job.by_vector if list_ == "vector" else job.by_kind[candidate.kind]).append(candidate)
-    for job in texts:
-        terms = _lexemes(await job.terms.fetchall())
-        df = {str(r[0]): int(r[2]) for r in terms}
-        job.text_query = _episode_text(job.params, df, int(terms[0][1]), str(terms[0][3])) if terms else None
-    if any(job.text_query is not None for job in texts):
-        async with conn.pipeline():  # the second round trip, every probe's text query
-            for job in texts:
-                if job.text_query is not None:
-                    await job.terms.execute(_episode_text_sql(job.text_query.pop("lexemes")), job.text_query)
-    for job in texts:
+    for job in ready:
+        job.by_kind["episode"] = [_episode(row, text_rank=row[12]) for row in await job.terms.fetchall()]
+    later = []
+    for job in unknown:
+        job.text_query = _episode_text(job.params, await read_terms(job.terms))
         if job.text_query is not None:
+            later.append(job)
+    if later:
+        async with conn.pipeline():  # the second round trip, the text queries of the probes above
+            if not planned:
+                await conn.execute(_PLAN_TEXT)
+            for job in later:
+                await _send_text(job)
+        for job in later:
             job.by_kind["episode"] = [_episode(row, text_rank=row[12]) for row in await job.terms.fetchall()]
     found = []
     for job in jobs:
