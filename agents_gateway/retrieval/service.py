@@ -34,6 +34,7 @@ from sinks.postgres.queries.retrieval import (
     send_owner_totals,
     send_terms,
 )
+from sinks.postgres.tenant_settings import TenantSettings
 from sinks.redis.buffer import SessionRef
 
 CONTEXT_RELEVANT = 12
@@ -55,6 +56,11 @@ class EarlyTerms:
     sent: list[psycopg.AsyncCursor[Any]]
     #: The time the decomposition read relative time against (the search's).
     now: datetime
+
+
+def _text_config(state: GatewayState, tenant: TenantSettings) -> str:
+    """The text-search configuration the tenant's rows are indexed in (its own, else the deployment's)."""
+    return tenant.text_search_config or state.settings.text_search_config
 
 
 def _family(filters: Filters, agent_id: str | None, query: str, method: Method, toggles: Toggles) -> tuple[Any, ...]:
@@ -88,8 +94,7 @@ async def send_early(
         query, method=method, session_id=filters.session_id, previous_session_id=None, now=now, llm=None
     )
     tenant = await state.policies.settings(filters.tenant_id, conn)
-    config = tenant.text_search_config or state.settings.text_search_config
-    sent = [await send_terms(conn, filters, q, config=config) for q in decomposition.queries]
+    sent = [await send_terms(conn, filters, q, config=_text_config(state, tenant)) for q in decomposition.queries]
     return EarlyTerms(decomposition, sent, now)
 
 
@@ -163,7 +168,7 @@ async def search(
             decay_floor=settings.search_decay_floor,
         ),
         scan=scan,
-        text_config=tenant.text_search_config or settings.text_search_config,
+        text_config=_text_config(state, tenant),
     )  # fmt: skip
     hits = await hybrid_search(conn, spec, state.embedder, now=now, spare=spare, terms=terms)
     _note_access(state, filters.tenant_id, hits)
