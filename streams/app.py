@@ -25,7 +25,7 @@ from streams.stages.base import SinkStage, StageContext
 from streams.stages.buffer import BufferStage
 from streams.stages.episodes import EpisodesStage
 from streams.stages.event_log import EventLogStage
-from streams.topics import Topics, declare_topics
+from streams.topics import Topics, declare_topics, refuse_topic_auto_creation
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ def faust_app(settings: Settings, *, app_id: str, cluster_id: str | None = None)
     ``app_id@cluster_id``: ``streams/tansu.py``) configured from settings."""
     register_faust_codecs()
     tansu.register_transport(cluster_id=cluster_id)
+    if settings.embedded_broker:  # topics are created with their partition counts, never by a metadata ask
+        refuse_topic_auto_creation()
     faust_dir = settings.data_dir / "faust"
     faust_dir.mkdir(parents=True, exist_ok=True)  # Faust makes only the last level
     return faust.App(

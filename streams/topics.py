@@ -7,8 +7,10 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import aiokafka.client
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka.protocol.metadata import MetadataRequest
 
 from memstream.kafka_security import KafkaSecurity
 from schemas.topics import AUDIT, COMPACTION, DLQ, FACTS, RETRY, TURNS
@@ -77,3 +79,24 @@ async def ensure_topics(
         raise
     finally:
         await admin.close()
+
+
+class MetadataRequestWithoutAutoCreation(MetadataRequest):  # type: ignore[misc]  # aiokafka ships no type information
+    """A metadata request that leaves unknown topics unknown unless told otherwise."""
+
+    def __init__(self, topics: list[str] | None = None, allow_auto_topic_creation: bool | None = None) -> None:
+        super().__init__(topics, False if allow_auto_topic_creation is None else allow_auto_topic_creation)
+
+
+def refuse_topic_auto_creation() -> None:
+    """Make every aiokafka client of this process (Faust's included) ask for metadata without
+    auto-creating topics. For processes on the embedded broker (docs/embedded-broker.md):
+    Tansu creates an unknown topic with 4 partitions as soon as a client asks for its
+    metadata, and aiokafka always asks with ``allow_auto_topic_creation``. After a broker
+    restart the first to ask (a worker's consumer, or a gateway producer still flushing)
+    re-created the turns topic with 4 partitions before :func:`ensure_topics` could create it
+    with its own count, and it stayed at 4 (Tansu has no CreatePartitions). Tansu honours the
+    flag: a producer's send to a missing topic then fails (UnknownTopicOrPartition; the gateway
+    answers 503 and creates the topics before its next producer) and a consumer waits for it.
+    Idempotent."""
+    aiokafka.client.MetadataRequest = MetadataRequestWithoutAutoCreation
