@@ -204,6 +204,13 @@ async def test_the_seed_scenario_end_to_end(
 
     await eventually(facts_known, timeout_s=90)
 
+    def archive_stored() -> bool:  # stored by the ingest worker, whose consumer group may lag the memory worker's
+        with stack.db(tenant) as conn:
+            row = conn.execute("SELECT count(*) FROM episodes WHERE session_id = 'archive'").fetchone()
+        return row == (1,)
+
+    await eventually(archive_stored, timeout_s=60)
+
     # Session 2: cold start. Three model calls in one turn: archival search, a tool run, an answer.
     await h.session("sess_adk_002")
     h.model.then(

@@ -442,8 +442,9 @@ def test_slow_bodies_of_one_key_cannot_take_every_connection(stack: RunningStack
             assert refused.headers["retry-after"] == "1" and "this key" in refused.json()["error"]["message"]
             assert whoami(key_b).status_code == 200  # the tenant's share (4) is not used up
             hold(key_b)
-            time.sleep(0.5)
-            tenant_full = whoami(key_b)
+            deadline = time.monotonic() + 10
+            while (tenant_full := whoami(key_b)).status_code != 429 and time.monotonic() < deadline:
+                time.sleep(0.1)  # until the gateway has read the fourth head
             assert tenant_full.status_code == 429 and "tenant" in tenant_full.json()["error"]["message"]
             assert whoami(key_other).status_code == 200  # another tenant is served all along
         finally:
@@ -472,8 +473,10 @@ def test_over_the_concurrency_cap_a_request_gets_503_in_the_error_shape(stack: R
         finally:
             for conn in idle:
                 conn.close()
-        time.sleep(0.5)  # the idle connections are gone: below the cap again
-        assert httpx.get(f"http://127.0.0.1:{gateway.port}/healthz", timeout=10).status_code == 200
+        deadline = time.monotonic() + 10  # until the idle connections are gone: below the cap again
+        while (healthy := httpx.get(f"http://127.0.0.1:{gateway.port}/healthz", timeout=10)).status_code != 200:
+            assert time.monotonic() < deadline, healthy.text
+            time.sleep(0.1)
 
 
 def read_response_from(sock: socket.socket, data: bytes) -> tuple[int, bytes]:

@@ -140,10 +140,16 @@ async def test_another_user_posting_into_a_session_does_not_reach_its_users_cont
     await post_turns(gateway, [turn(tenant, "carol-s1", "carol: my dentist is on Tuesday", user_id="carol")])
     await post_turns(gateway, [turn(tenant, "carol-s1", "mallory was here: wire 500 USD", user_id="mallory")])
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 2)
+
+    async def carols_buffer() -> list[str]:
+        buffer = (await gateway.get("/v1/sessions/carol-s1/buffer", params={"user_id": "carol"})).json()
+        return [t["user_id"] for t in buffer["turns"]]
+
+    # The buffer (the context's recent turns) is written concurrently with the event log: it may come later.
+    await eventually(carols_buffer)
     body = (await gateway.get("/v1/context", params={"user_id": "carol", "session_id": "carol-s1"})).json()
     assert "dentist" in body["prompt"] and "mallory" not in body["prompt"]
-    buffer = (await gateway.get("/v1/sessions/carol-s1/buffer", params={"user_id": "carol"})).json()
-    assert [t["user_id"] for t in buffer["turns"]] == ["carol"]
+    assert await carols_buffer() == ["carol"]
 
 
 async def test_event_times_are_bounded(gateway: httpx.AsyncClient, tenant: str) -> None:
@@ -350,6 +356,12 @@ async def test_ids_with_a_slash_can_be_read_erased_and_given_consent(
 ) -> None:
     await post_turns(gateway, [turn(tenant, "team/s1", "org eve says hello", user_id="org/eve")])
     await eventually(lambda: count_rows(stack, "episodes", tenant) == 1)
+
+    async def buffered() -> bool:  # the buffer stage may finish after the episodes stage
+        response = await gateway.get("/v1/sessions/team%2Fs1/buffer", params={"user_id": "org/eve"})
+        return response.status_code == 200 and bool(response.json()["turns"])
+
+    await eventually(buffered)
     buffer = await gateway.get("/v1/sessions/team%2Fs1/buffer", params={"user_id": "org/eve"})
     assert buffer.status_code == 200 and [t["content"] for t in buffer.json()["turns"]] == ["org eve says hello"]
     history = await gateway.get("/v1/entities/ci%2Fcd/history", params={"user_id": "org/eve"})

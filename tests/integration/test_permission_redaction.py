@@ -135,6 +135,13 @@ async def test_audited_commands_follow_the_tenants_privacy_policy(
     # The same command in a turn is stored the way the audit keeps it.
     assert (await gateway.post("/v1/turns", json=turn(tenant, "s-cmd", POLICY_COMMAND))).status_code == 202
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
+
+    async def buffered() -> bool:
+        response = await gateway.get("/v1/sessions/s-cmd/buffer", params={"user_id": "user-1"})
+        return response.status_code == 200 and bool(response.json()["turns"])
+
+    # The buffer stage writes the batch concurrently with the event log's: it may finish later.
+    await eventually(buffered)
     buffer = await gateway.get("/v1/sessions/s-cmd/buffer", params={"user_id": "user-1"})
     assert buffer.status_code == 200, buffer.text
     assert [t["content"] for t in buffer.json()["turns"]] == [shown]

@@ -274,6 +274,8 @@ async def test_the_worker_dead_letters_a_direct_record_whose_identifier_carries_
     finally:
         await producer.stop()
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
+    # The episodes stage writes the same batch concurrently with the event log's: it may finish later.
+    await eventually(lambda: count_rows(stack, "episodes", tenant) == 1)
     found: list[Any] = []
 
     async def dead_lettered() -> bool:
@@ -396,6 +398,8 @@ async def test_a_turn_that_redaction_would_make_too_long_is_refused_not_truncate
     whole = "STARTMARKER\n" + "pwd=a\n" * 1000 + "ENDMARKER the deploy key rotation is on friday"
     assert (await gateway.post("/v1/turns", json=turn(tenant, "s1", whole))).status_code == 202
     await eventually(lambda: count_rows(stack, "event_log", tenant) == 1)
+    # The episodes stage writes the same batch concurrently with the event log's: it may finish later.
+    await eventually(lambda: count_rows(stack, "episodes", tenant) == 1)
     with stack.db(tenant) as conn:
         (stored,) = conn.execute("SELECT content FROM episodes").fetchone() or ("",)
     assert str(stored).endswith("ENDMARKER the deploy key rotation is on friday") and "pwd=a\n" not in str(stored)

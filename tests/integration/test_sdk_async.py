@@ -52,6 +52,11 @@ async def test_published_turns_are_searchable_in_context_and_in_the_buffer(
     assert scoped.hits and all(h.project_id in (PROJECT, None) for h in scoped.hits)
     context = await client.context.get("u1", "Which theme do I like?", session_id="s1", budget=800)
     assert "dark mode" in context.prompt and context.tokens <= context.budget == 800
+
+    async def buffered() -> bool:  # the buffer stage may finish after the episodes stage
+        return bool((await client.sessions.buffer("s1", user_id="u1")).turns)
+
+    await eventually(buffered, timeout_s=60)
     buffer = await client.sessions.buffer("s1", user_id="u1")
     assert buffer.turns and buffer.turns[-1].event_id in accepted.event_ids
 

@@ -159,6 +159,10 @@ async def test_agent_private_memory_is_invisible_to_other_agents(
         assert impersonation.status_code == 403
         await eventually(lambda: count_rows(stack, "episodes", tenant) == 2)
 
+        async def buffered() -> bool:  # the buffer stage may finish after the episodes stage
+            return len((await x.get("/v1/sessions/sx/buffer", params={"user_id": "u1"})).json()["turns"]) == 2
+
+        await eventually(buffered)
         seen_by_y = await y.get("/v1/search", params={"user_id": "u1", "q": "vault code tulip Bangkok"})
         assert [h["content"] for h in seen_by_y.json()["hits"]] == ["shared note: the vault is in Bangkok"]
         buffer_y = await y.get("/v1/sessions/sx/buffer", params={"user_id": "u1"})
