@@ -60,7 +60,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
-import httpx
 import orjson
 import psycopg
 import redis.asyncio as aioredis
@@ -68,6 +67,7 @@ from pgvector.psycopg import register_vector_async
 
 from bench.corpus import conversation_roles, turn_text
 from bench.cpu import CpuMeter
+from bench.loadclient import Connection
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.importance import importance
 from memstream.settings import Settings
@@ -225,31 +225,30 @@ async def fire(
     """GET ``path`` once per params (``repeat`` times in a row, by one task), from
     ``concurrency`` tasks sharing one queue; a 4xx is a bug of this benchmark and stops it, a
     5xx is counted and the run goes on."""
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     headers = {"authorization": f"Bearer {api_key}"}
     latencies: list[float] = []
     bodies: list[Any] = []
     errors: dict[int, int] = {}
     queue = iter(params)
-    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=120) as client:
 
-        async def worker() -> None:
+    async def worker() -> None:
+        async with Connection(url, headers) as connection:  # one keep-alive connection per task
             for query in (q for q in queue for _ in range(repeat)):
                 started = time.perf_counter()
-                response = await client.get(path, params=dict(query))
+                response = await connection.get(path, query)
                 latencies.append((time.perf_counter() - started) * 1000)
-                if response.status_code == 200:
-                    bodies.append(response.json())
-                elif response.status_code >= 500:
-                    errors[response.status_code] = errors.get(response.status_code, 0) + 1
+                if response.status == 200:
+                    bodies.append(orjson.loads(response.body))
+                elif response.status >= 500:
+                    errors[response.status] = errors.get(response.status, 0) + 1
                 else:
-                    raise RuntimeError(f"GET {path} -> {response.status_code}: {response.text}")
+                    raise RuntimeError(f"GET {path} -> {response.status}: {response.body.decode(errors='replace')}")
 
-        meter = CpuMeter()
-        meter.start()
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        wall_s = time.perf_counter() - started
+    meter = CpuMeter()
+    meter.start()
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall_s = time.perf_counter() - started
     return Run(latencies, wall_s, bodies, errors, meter.per_request(len(latencies)))
 
 
