@@ -12,6 +12,8 @@ from aiokafka.consumer.group_coordinator import GroupCoordinator, NoGroupCoordin
 from memstream.settings import Settings
 from streams.app import broker_url, build_app
 from streams.tansu import (
+    FETCH_IDLE_AFTER_S,
+    FETCH_IDLE_WAIT_MS,
     FETCH_MAX_WAIT_MS,
     TansuFetcher,
     TansuGroupCoordinator,
@@ -98,3 +100,42 @@ async def test_on_the_embedded_broker_the_group_is_named_after_the_broker_incarn
             assert consumer._group_id == group
         finally:
             await consumer.stop()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_the_fetch_wait_grows_while_nothing_comes_and_shrinks_with_the_first_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An idle worker asks the broker twice a second instead of twenty times; the first record
+    brings the short wait back for the next fetch."""
+    answers: list[bool] = []
+
+    async def aiokafkas(self: Fetcher, assignment: object, node_id: int, request: object) -> bool:
+        return answers.pop(0)
+
+    clock = Clock()
+    monkeypatch.setattr(Fetcher, "_proc_fetch_request", aiokafkas)
+    monkeypatch.setattr("streams.tansu.time.monotonic", clock)
+    fetcher = object.__new__(TansuFetcher)
+    fetcher._fetch_max_wait_ms = FETCH_MAX_WAIT_MS  # as the worker's consumer builds it
+
+    async def fetch(records: bool, *, after_s: float) -> int:
+        clock.now += after_s
+        answers.append(records)
+        assert await fetcher._proc_fetch_request(None, 0, None) is records
+        return int(fetcher._fetch_max_wait_ms)
+
+    assert await fetch(False, after_s=0.05) == FETCH_MAX_WAIT_MS  # the first empty answer starts the count
+    assert await fetch(False, after_s=FETCH_IDLE_AFTER_S - 0.1) == FETCH_MAX_WAIT_MS
+    assert await fetch(False, after_s=0.1) == FETCH_IDLE_WAIT_MS
+    assert await fetch(False, after_s=60) == FETCH_IDLE_WAIT_MS
+    assert await fetch(True, after_s=0.5) == FETCH_MAX_WAIT_MS
+    assert await fetch(False, after_s=1.0) == FETCH_MAX_WAIT_MS  # records came a second ago
+    assert FETCH_IDLE_WAIT_MS > FETCH_MAX_WAIT_MS
