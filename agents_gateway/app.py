@@ -55,6 +55,7 @@ from sinks.redis.buffer import session_buffers
 from sinks.redis.client import redis_client
 from sinks.redis.event_claims import EventClaims
 from sinks.redis.rate_limit import RateLimiter
+from streams.topics import refuse_topic_auto_creation
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
             socket_timeout_s=5,
             connect_timeout_s=2,
         )
+        if settings.embedded_broker:  # topics are created with their partition counts, never by a metadata ask
+            refuse_topic_auto_creation()
         producer = TurnProducer(
             settings.require_kafka(),
             security=settings.kafka_security(),

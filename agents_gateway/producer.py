@@ -17,7 +17,7 @@ from schemas.codec import AvroCodec
 from schemas.topics import TURNS
 from schemas.turns import turn_key
 from streams.broker_reset import WATCH_INTERVAL_S, BrokerWatch
-from streams.topics import ensure_topics, refuse_topic_auto_creation
+from streams.topics import ensure_topics
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,9 @@ class TurnProducer:
 
     With ``topic_partitions`` (also the embedded broker) every new producer first makes sure
     the topics exist with that many partitions: after a reset the gateway may publish before
-    any worker re-created them, and the broker would auto-create the turns topic with 4. For the
-    same reason no aiokafka client of the process may auto-create a topic then
-    (``streams/topics.py: refuse_topic_auto_creation``)."""
+    any worker re-created them, and the broker would auto-create the turns topic with 4 (for the
+    same reason the gateway's process never lets a metadata ask create a topic there:
+    ``streams/topics.py: refuse_topic_auto_creation``)."""
 
     def __init__(
         self,
@@ -76,8 +76,6 @@ class TurnProducer:
         )
         self._next_check = 0.0
         self.topic_partitions = topic_partitions
-        if topic_partitions is not None:
-            refuse_topic_auto_creation()
 
     async def _started(self) -> AIOKafkaProducer:
         if self._producer is not None:

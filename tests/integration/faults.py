@@ -296,6 +296,23 @@ def assert_buffers_consistent(stack: RunningStack, tenant: str, by_session: dict
         assert held == contents[len(contents) - len(held) :], f"{session}: the buffer is not the newest turns in order"
 
 
+async def buffers_settle(
+    stack: RunningStack, tenant: str, by_session: dict[str, list[str]], *, timeout_s: float = 30.0
+) -> None:
+    """``assert_buffers_consistent`` once it holds, within ``timeout_s``: the buffer stage writes a
+    batch concurrently with the Postgres sinks, so the last batch may be buffered after they
+    landed. On timeout, the last inconsistency is the failure."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            assert_buffers_consistent(stack, tenant, by_session)
+            return
+        except AssertionError:
+            if time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(0.2)
+
+
 def log_lines(handle: WorkerHandle, fragment: str) -> list[str]:
     """Lines of the worker's log containing ``fragment`` (e.g. retries it logged)."""
     path = handle.process.log_path

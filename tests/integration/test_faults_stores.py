@@ -13,8 +13,8 @@ import httpx
 from tests.integration.faults import (
     KafkaSender,
     TurnLoad,
-    assert_buffers_consistent,
     assert_exactly_once,
+    buffers_settle,
     gateway_for,
     landed,
     log_count,
@@ -65,16 +65,7 @@ async def test_postgres_down_for_30_s_loses_nothing_and_processing_resumes_by_it
             await until(lambda: _ready(gateway), timeout_s=30)
             ready_again_after_restart_s = time.monotonic() - up_at
         assert_exactly_once(stack, tenant, stats.accepted)
-
-        def buffers_complete() -> bool:
-            try:
-                assert_buffers_consistent(stack, tenant, stats.by_session)
-            except AssertionError:
-                return False
-            return True
-
-        # The buffer stage writes the last batch concurrently with the Postgres sinks: it may finish later.
-        await until(buffers_complete, timeout_s=30)
+        await buffers_settle(stack, tenant, stats.by_session)
         retries = log_count(worker, RETRIED)
         assert retries > 0, "the sinks never retried: was Postgres really down?"
         # Backoff, not a busy loop: each stage retries at most every retry_initial_s, growing to retry_max_s.
@@ -119,15 +110,7 @@ async def test_redis_down_and_back_the_buffers_back_off_and_end_consistent(
         finally:
             stats = await load.stop()
         caught_up_s = await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=60)
-
-        def buffers_complete() -> bool:
-            try:
-                assert_buffers_consistent(stack, tenant, stats.by_session)
-            except AssertionError:
-                return False
-            return True
-
-        await until(buffers_complete, timeout_s=30)
+        await buffers_settle(stack, tenant, stats.by_session)
         assert_exactly_once(stack, tenant, stats.accepted)
         retries = log_count(worker, RETRIED)
         assert retries > 0, "the buffer updater never retried: was Redis really down?"

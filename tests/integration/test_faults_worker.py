@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.integration.faults import (
     KafkaSender,
     TurnLoad,
-    assert_buffers_consistent,
     assert_exactly_once,
+    buffers_settle,
     landed,
     observe,
     private_stack,
@@ -43,16 +43,7 @@ async def test_a_worker_killed_with_sigkill_loses_no_turn_and_duplicates_no_memo
             stats = await load.stop()
         caught_up_s = await until(lambda: landed(stack, tenant, stats.accepted), timeout_s=60)
         assert_exactly_once(stack, tenant, stats.accepted)
-
-        def buffers_complete() -> bool:
-            try:
-                assert_buffers_consistent(stack, tenant, stats.by_session)
-            except AssertionError:
-                return False
-            return True
-
-        # The buffer stage writes the last batch concurrently with the Postgres sinks: it may finish later.
-        await until(buffers_complete, timeout_s=30)
+        await buffers_settle(stack, tenant, stats.by_session)
         observe(
             record_property, "worker_sigkill",
             turns_accepted=len(stats.accepted), worker_down_s=round(restarted_at - killed_at, 2),

@@ -9,10 +9,8 @@ consumer must not.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
@@ -25,16 +23,6 @@ BATCHES = {0: (10, 7), 1: (5,), 2: (3, 1, 4)}
 CONSUMERS = pytest.mark.parametrize(
     ("consumer_class", "workaround"), [(AIOKafkaConsumer, False), (TansuKafkaConsumer, True)], ids=["aiokafka", "tansu"]
 )
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def admin(stack: RunningStack) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=stack.settings.require_kafka())
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
 
 
 async def produce_batches(bootstrap: str, topic: str) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
@@ -61,10 +49,10 @@ async def produce_batches(bootstrap: str, topic: str) -> tuple[dict[TopicPartiti
 
 @CONSUMERS
 async def test_end_offsets_and_seek_to_end(
-    stack: RunningStack, admin: AIOKafkaAdminClient, consumer_class: type[AIOKafkaConsumer], workaround: bool
+    stack: RunningStack, kafka_admin: AIOKafkaAdminClient, consumer_class: type[AIOKafkaConsumer], workaround: bool
 ) -> None:
     topic = f"test.tansu.offsets.{uuid.uuid4().hex[:8]}"
-    await admin.create_topics([NewTopic(topic, num_partitions=len(BATCHES), replication_factor=1)])
+    await kafka_admin.create_topics([NewTopic(topic, num_partitions=len(BATCHES), replication_factor=1)])
     ends, short = await produce_batches(stack.settings.require_kafka(), topic)
     assert ends != short  # the last batches hold several records, so the bug shows
 
@@ -83,13 +71,13 @@ async def test_end_offsets_and_seek_to_end(
 
 @CONSUMERS
 async def test_a_clean_stop_in_generation_zero_leaves_the_group(
-    stack: RunningStack, admin: AIOKafkaAdminClient, consumer_class: type[AIOKafkaConsumer], workaround: bool
+    stack: RunningStack, kafka_admin: AIOKafkaAdminClient, consumer_class: type[AIOKafkaConsumer], workaround: bool
 ) -> None:
     """Membership, not timing: a member that did not leave stays until its session times out,
     and the next member's join waits for that (docs/embedded-broker.md: 11 s instead of 3 s here)."""
     topic = f"test.tansu.group.{uuid.uuid4().hex[:8]}"
     group = f"test-group-{uuid.uuid4().hex[:8]}"
-    await admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
+    await kafka_admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
     consumer = consumer_class(
         topic, bootstrap_servers=stack.settings.require_kafka(), group_id=group,
         # Tansu holds a new group's first join for half of this; the check below comes
@@ -103,14 +91,14 @@ async def test_a_clean_stop_in_generation_zero_leaves_the_group(
         assert consumer._coordinator.generation == 0  # Tansu's first generation (Kafka's is 1)
         assert isinstance(consumer._coordinator, TansuGroupCoordinator) is workaround
         member = consumer._coordinator.member_id
-        assert await members(admin, group) == [member]
+        assert await members(kafka_admin, group) == [member]
     finally:
         await consumer.stop()
-    assert await members(admin, group) == ([] if workaround else [member])
+    assert await members(kafka_admin, group) == ([] if workaround else [member])
 
 
-async def members(admin: AIOKafkaAdminClient, group: str) -> list[str]:
-    [response] = await admin.describe_consumer_groups([group])
+async def members(kafka_admin: AIOKafkaAdminClient, group: str) -> list[str]:
+    [response] = await kafka_admin.describe_consumer_groups([group])
     [(error_code, _, _, _, _, described, *_)] = response.groups
     assert error_code == 0
     return [member_id for member_id, *_ in described]

@@ -9,11 +9,9 @@ themselves (restored afterwards), so they do not depend on which tests ran befor
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import aiokafka.client
 import pytest
-import pytest_asyncio
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import UnknownTopicOrPartitionError
@@ -23,20 +21,10 @@ from streams.topics import MetadataRequestWithoutAutoCreation, refuse_topic_auto
 from tests.fixtures.stack import RunningStack
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def admin(stack: RunningStack) -> AsyncIterator[AIOKafkaAdminClient]:
-    client = AIOKafkaAdminClient(bootstrap_servers=stack.settings.require_kafka())
-    await client.start()
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-async def partitions_of(admin: AIOKafkaAdminClient, topic: str) -> int | None:
-    if topic not in await admin.list_topics():
+async def partitions_of(kafka_admin: AIOKafkaAdminClient, topic: str) -> int | None:
+    if topic not in await kafka_admin.list_topics():
         return None
-    (described,) = await admin.describe_topics([topic])
+    (described,) = await kafka_admin.describe_topics([topic])
     return len(described["partitions"])
 
 
@@ -50,17 +38,17 @@ async def send_one(bootstrap: str, topic: str) -> None:
 
 
 async def test_plain_aiokafka_makes_the_broker_auto_create_a_topic_with_4_partitions(
-    stack: RunningStack, admin: AIOKafkaAdminClient, monkeypatch: pytest.MonkeyPatch
+    stack: RunningStack, kafka_admin: AIOKafkaAdminClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The broker's behaviour: if Tansu stops auto-creating, this says so and the workaround can go."""
     monkeypatch.setattr(aiokafka.client, "MetadataRequest", MetadataRequest)
     topic = f"test.autocreate.{uuid.uuid4().hex[:8]}"
     await send_one(stack.settings.require_kafka(), topic)
-    assert await partitions_of(admin, topic) == 4
+    assert await partitions_of(kafka_admin, topic) == 4
 
 
 async def test_without_auto_creation_a_send_to_a_missing_topic_fails_and_the_topic_keeps_its_own_count(
-    stack: RunningStack, admin: AIOKafkaAdminClient, monkeypatch: pytest.MonkeyPatch
+    stack: RunningStack, kafka_admin: AIOKafkaAdminClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(aiokafka.client, "MetadataRequest", aiokafka.client.MetadataRequest)  # restored after
     refuse_topic_auto_creation()
@@ -69,7 +57,7 @@ async def test_without_auto_creation_a_send_to_a_missing_topic_fails_and_the_top
     topic = f"test.no-autocreate.{uuid.uuid4().hex[:8]}"
     with pytest.raises(UnknownTopicOrPartitionError):
         await send_one(bootstrap, topic)
-    assert await partitions_of(admin, topic) is None, "asking for its metadata created the topic"
-    await admin.create_topics([NewTopic(topic, num_partitions=12, replication_factor=1)])
+    assert await partitions_of(kafka_admin, topic) is None, "asking for its metadata created the topic"
+    await kafka_admin.create_topics([NewTopic(topic, num_partitions=12, replication_factor=1)])
     await send_one(bootstrap, topic)
-    assert await partitions_of(admin, topic) == 12
+    assert await partitions_of(kafka_admin, topic) == 12
