@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import psutil
 
-from agents_gateway.app import create_app
+from agents_gateway.app import YOUNG_COLLECTION_EVERY, create_app
 from tests.fixtures.stack import RunningStack, serve_gateway, settings_env
 
 
@@ -129,14 +129,19 @@ def test_a_gateway_process_that_dies_is_replaced_and_a_taken_port_fails_at_once(
 
 async def test_a_server_process_freezes_what_starting_made(stack: RunningStack) -> None:
     """``memstream gateway``'s app moves what its start made out of the garbage collector's
-    walks (gc.freeze); an app in someone else's process (these tests) leaves the collector alone."""
+    walks (gc.freeze) and collects its young generation less often; an app in someone else's
+    process (these tests) leaves the collector alone."""
     gc.unfreeze()
+    threshold = gc.get_threshold()
     served = create_app(stack.settings, server_process=True)
     try:
         async with served.router.lifespan_context(served):
             assert gc.get_freeze_count() > 10_000
+            assert gc.get_threshold() == (YOUNG_COLLECTION_EVERY, *threshold[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*threshold)
     embedded = create_app(stack.settings)
     async with embedded.router.lifespan_context(embedded):
         assert gc.get_freeze_count() == 0
+        assert gc.get_threshold() == threshold
