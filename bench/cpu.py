@@ -11,10 +11,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Process groups by what their command line holds (first match wins).
+#: Process groups by what their command line holds (first match wins). The embedded Redis is a
+#: Valkey server (``ops/stack/redis.py``): until 2026-12-02 its CPU went uncounted.
 GROUPS: tuple[tuple[str, str], ...] = (
     ("gateway", "ops gateway"),
     ("postgres", "postgres"),
+    ("redis", "valkey-server"),
     ("redis", "redis-server"),
     ("broker", "tansu"),
     ("workers", "ops worker"),
