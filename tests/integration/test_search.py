@@ -99,6 +99,36 @@ async def test_project_scope_includes_global_memory_but_not_other_projects(
     assert len(everything) == 3
 
 
+async def test_a_project_filter_finds_the_same_episodes_by_text_narrow_or_broad(
+    stack: RunningStack, tenant: str
+) -> None:
+    """A project holding a large share of the user's episodes is checked on the rows the text
+    index finds, a small one may go through ``episodes_owner`` (``BROAD_PROJECT_SHARE``):
+    either way the text list holds the project's episodes and those of no project, never
+    another project's."""
+    await store(
+        stack,
+        tenant,
+        [
+            {"content": "Ledger replicas run in Frankfurt", "project": "Small"},
+            {"content": "Ledger backups are hourly"},
+            *({"content": f"Ledger shard {i} is in Oregon", "project": "Large"} for i in range(9)),
+        ],
+    )
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
+        found: dict[str, set[str]] = {}
+        for project, broad in (("Small", False), ("Large", True)):
+            scope = Filters(tenant_id=tenant, user_id="u1", project_id=project, memory_types=("episodic",))
+            terms = await retrieval.read_terms(await retrieval.send_terms(conn, scope, "where are the ledger replicas"))
+            assert (terms.n_docs, terms.in_project) == (11, 2 if project == "Small" else 10)
+            query = retrieval._episode_text(scope.params(), terms)
+            assert query is not None and query["broad_project"] is broad
+            found[project] = {c.content for c in await text_candidates(conn, scope, "ledger", limit=20)}
+    assert found["Small"] == {"Ledger replicas run in Frankfurt", "Ledger backups are hourly"}
+    assert found["Large"] == {"Ledger backups are hourly", *(f"Ledger shard {i} is in Oregon" for i in range(9))}
+
+
 async def test_other_users_and_tenants_are_invisible(
     stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
 ) -> None:

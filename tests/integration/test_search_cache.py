@@ -249,7 +249,7 @@ async def test_a_search_reads_its_terms_in_its_first_round_trip_unless_it_is_lik
                 )
                 return None if sent is None else [await read_terms(cur) for cur in sent.sent]
 
-        assert await early(QUESTION) == [Terms({"bill": 1, "databas": 0, "hold": 0, "ledger": 1}, 1, ANY)]
+        assert await early(QUESTION) == [Terms({"bill": 1, "databas": 0, "hold": 0, "ledger": 1}, 1, ANY, 1)]
         two = await early("which database holds the billing ledger; who set up the replicas", method="rules")
         assert two is not None and len(two) == 2
         assert await early(QUESTION, method="llm") is None, "the model's sub-queries are not known yet"

@@ -35,5 +35,5 @@ def test_the_facts_and_skills_statement_keeps_its_parse_cached(kinds: tuple[str,
 
 def test_the_episodes_statements_keep_their_parse_cached() -> None:
     for statement in (retrieval._vector_sql("hnsw", 768), retrieval._vector_sql("exact", 768), retrieval._TERMS_SQL,
-                      retrieval._episode_text_sql(12)):  # fmt: skip
+                      retrieval._episode_text_sql(12), retrieval._episode_text_sql(12, broad_project=True)):  # fmt: skip
         assert len(statement) <= MAX_CACHED_STATEMENT_LENGTH
