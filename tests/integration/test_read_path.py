@@ -252,3 +252,17 @@ async def test_tenant_settings_load_through_the_held_connection(stack: RunningSt
         assert await asyncio.wait_for(cache.settings(tenant), timeout=5) is found, "served from the cache"
     finally:
         await pool.close()
+
+
+async def test_a_pool_connection_prepares_a_statement_the_first_time_it_runs_it(stack: RunningStack) -> None:
+    """``PREPARE_THRESHOLD``: no statement runs unprepared (parsed, analysed, described) first."""
+    pool = create_pool(stack.settings.require_database_url(), name="prepared", min_size=1, max_size=1)
+    await pool.open(wait=True)
+    try:
+        async with pool.connection() as conn:
+            await conn.execute("SELECT %s::int + 41 AS answer", (1,))
+            cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
+            prepared = [row[0] for row in await cur.fetchall()]
+        assert any("+ 41 AS answer" in statement for statement in prepared), prepared
+    finally:
+        await pool.close()
