@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -89,3 +90,63 @@ async def previous_session(
     )  # fmt: skip
     row = await cur.fetchone()
     return str(row[0]) if row else None
+
+
+@dataclass(frozen=True)
+class ContextTurn:
+    """A turn of the session logged before the one being extracted."""
+
+    event_id: uuid.UUID
+    role: str
+    content: str
+    event_time: datetime
+    project_id: str | None
+    tool_name: str | None
+    tool_status: str | None
+
+
+@dataclass(frozen=True)
+class LogPosition:
+    """Where a turn is in the log: ``seq`` None while the ingest worker has not stored it,
+    ``forgotten`` True when an erasure means it never will be (or no longer is)."""
+
+    seq: int | None
+    forgotten: bool
+
+
+async def log_position(
+    conn: psycopg.AsyncConnection[Any], *, tenant_id: str, user_id: str, event_id: uuid.UUID, event_time: datetime
+) -> LogPosition:
+    cur = await conn.execute(
+        "SELECT (SELECT seq FROM event_log WHERE tenant_id = %(tenant)s AND event_id = %(event)s),"
+        " memstream_forgotten(%(tenant)s, %(user)s, %(event)s, %(at)s)",
+        {"tenant": tenant_id, "user": user_id, "event": event_id, "at": event_time},
+    )
+    row = await cur.fetchone()
+    if row is None:  # pragma: no cover - a SELECT without FROM returns one row
+        raise RuntimeError("log_position returned nothing")
+    return LogPosition(seq=row[0], forgotten=bool(row[1]))
+
+
+_SESSION_TURNS = (
+    "SELECT event_id, role, content, event_time, project_id, tool_name, tool_status FROM event_log"
+    " WHERE tenant_id = %(tenant)s AND session_id = %(session)s AND user_id = %(user)s"
+    " AND source_topic <> %(maintenance)s"
+)
+_LOGGED_BEFORE = _SESSION_TURNS + " AND seq < %(seq)s ORDER BY seq DESC LIMIT %(limit)s"
+_LOGGED_SO_FAR = _SESSION_TURNS + " ORDER BY seq DESC LIMIT %(limit)s"
+
+
+async def turns_logged_before(
+    conn: psycopg.AsyncConnection[Any], *, tenant_id: str, user_id: str, session_id: str, seq: int | None, limit: int
+) -> list[ContextTurn]:
+    """The user's last ``limit`` turns of the session logged before position ``seq`` (None: all
+    logged so far), oldest first: a turn's extraction context. It follows the log's order (the
+    order the turns were consumed), so the live worker, a redelivery and a replay all give a
+    turn the same context, however far behind the ingest worker was."""
+    cur = await conn.execute(
+        _LOGGED_BEFORE if seq is not None else _LOGGED_SO_FAR,
+        {"tenant": tenant_id, "session": session_id, "user": user_id, "maintenance": MAINTENANCE_TOPIC,
+         "seq": seq, "limit": limit},
+    )  # fmt: skip
+    return [ContextTurn(*row) for row in reversed(await cur.fetchall())]

@@ -2,9 +2,9 @@
 
 - ``AppliedFacts``: extracted facts go straight to the facts agent's sink (``apply_batch``),
   through the same Avro encoding and validation, instead of over ``memstream.facts.v1``;
-- ``LogContextExtraction``: extraction reads its context (the session's previous turns, the
-  user's previous session) from the event log, not from the live Redis buffer, so a replay
-  sees what the live worker saw, whatever the buffer holds today;
+- ``LogContextExtraction``: a replayed turn's place in the log is its offset (the live worker
+  looks it up, and waits for the ingest worker to log it), and the user's previous session is
+  the one before the session's first extracted turn (what the live worker asked at that turn);
 - ``FoldNow``: with ``--buffers``, a session past its window is folded into its rolling
   summary at once (the live buffer stage asks the summariser over a topic);
 - ``ReplayRejects``: an event a store rejects is counted and named in the run's report
@@ -20,19 +20,18 @@ from typing import Any
 
 import faust
 
-from memstream.extraction.types import ExtractionTurn
 from schemas.codec import AvroCodec
 from schemas.errors import DecodeError, EncodeError
 from schemas.turns import Turn
-from sinks.postgres.event_log import previous_session
-from sinks.postgres.queries.replay_log import session_start, turns_before
+from sinks.postgres.event_log import LogPosition, previous_session
+from sinks.postgres.queries.replay_log import session_start
 from sinks.postgres.tenancy import tenant_transaction
 from sinks.redis.buffer import SessionRef
 from streams.compaction import CompactionRequests
 from streams.deadletter import DeadLetters
 from streams.resources import MemoryResources
 from streams.retry import retry_until_done
-from streams.stages.extract import CONTEXT_TURNS, EXTRACTED_ROLES, ExtractionStage
+from streams.stages.extract import EXTRACTED_ROLES, ExtractionStage
 from streams.stages.facts import apply_batch, decode_fact
 from streams.stages.summaries import fold_session
 
@@ -86,24 +85,9 @@ class LogContextExtraction(ExtractionStage):
         super().__init__(*args, **kwargs)
         self._sessions: dict[tuple[str, str, str, str], str | None] = {}
 
-    async def _recent(self, turn: Turn) -> list[ExtractionTurn]:
-        """The session's turns before this one (the live worker: its Redis buffer), built as
-        the live worker builds them from buffer entries."""
-        async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
-            earlier = await turns_before(
-                conn,
-                turn.tenant_id,
-                turn.user_id,
-                turn.session_id,
-                at=turn.event_time,
-                seq=turn.offset,
-                limit=CONTEXT_TURNS,
-            )
-        return [
-            ExtractionTurn(event_id=t.event_id, role=t.role, content=t.content, event_time=turn.event_time,
-                           session_id=turn.session_id, project_id=t.project_id)
-            for t in earlier
-        ]  # fmt: skip
+    async def _position(self, turn: Turn) -> LogPosition:
+        """A replayed turn comes from the log: its offset is its place there."""
+        return LogPosition(seq=turn.offset, forgotten=False)
 
     async def _previous_session(self, turn: Turn) -> str | None:
         """The user's latest session before this session's first extracted turn (the live

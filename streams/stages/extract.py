@@ -24,7 +24,7 @@ from memstream.extraction.types import ExtractedFact, ExtractionContext, Extract
 from memstream.llm.base import LLMError
 from schemas.codec import AvroCodec
 from schemas.turns import Turn
-from sinks.postgres.event_log import previous_session
+from sinks.postgres.event_log import LogPosition, log_position, previous_session, turns_logged_before
 from sinks.postgres.tenancy import tenant_transaction
 from sinks.redis.buffer import SessionRef
 from streams.decoding import Decoded
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 FACT_NAMESPACE = uuid.UUID("0d5e0b2c-7f40-4d8b-9c1e-6d656d666163")
 EXTRACTED_ROLES = ("user", "assistant")
 CONTEXT_TURNS = 6
+#: How long a turn's extraction waits for the ingest worker to log it (and the turns before it).
+CONTEXT_WAIT_S = 30.0
 NOT_FOUND_TTL_S = 30.0
 
 
@@ -113,25 +115,45 @@ class ExtractionStage(SinkStage):
             self._previous.popitem(last=False)
         return previous
 
-    async def _recent(self, turn: Turn) -> list[ExtractionTurn]:
-        """The session's buffered turns before this one (the ingest worker may be behind:
-        the batch's own earlier turns are added by the caller)."""
-        buffered = await self.resources.buffers.read(SessionRef.of(turn))
-        out = []
-        for raw in buffered:
-            if raw["event_id"] == str(turn.event_id):
-                break
-            out.append(
-                ExtractionTurn(
-                    event_id=uuid.UUID(raw["event_id"]),
-                    role=raw["role"],
-                    content=raw["content"],
+    async def _position(self, turn: Turn) -> LogPosition:
+        """Where the turn is in the event log; while the ingest worker has not logged it, wait
+        (up to ``CONTEXT_WAIT_S``): the turns before it are only all there once it is."""
+        deadline = time.monotonic() + CONTEXT_WAIT_S
+        pause = 0.02
+        while True:
+            async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
+                position = await log_position(
+                    conn, tenant_id=turn.tenant_id, user_id=turn.user_id, event_id=turn.event_id,
                     event_time=turn.event_time,
-                    session_id=turn.session_id,
-                    project_id=raw.get("project_id"),
-                )
-            )
-        return out
+                )  # fmt: skip
+            if position.seq is not None or position.forgotten:
+                return position
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "turn %s is not in the event log after %.0f s (is the ingest worker running?);"
+                    " extracting it with the session's turns logged so far",
+                    turn.event_id, CONTEXT_WAIT_S,
+                )  # fmt: skip
+                return position
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    async def _recent(self, turn: Turn) -> list[ExtractionTurn]:
+        """The session's last turns logged before this one (every role: what the conversation
+        was), the same for the live worker, a redelivery and a replay. The batch's own later
+        turns are added by the caller, in the order they were consumed, which is the log's."""
+        position = await self._position(turn)
+        async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
+            earlier = await turns_logged_before(
+                conn, tenant_id=turn.tenant_id, user_id=turn.user_id, session_id=turn.session_id,
+                seq=position.seq, limit=CONTEXT_TURNS,
+            )  # fmt: skip
+        return [
+            ExtractionTurn(event_id=t.event_id, role=t.role, content=t.content, event_time=t.event_time,
+                           session_id=turn.session_id, project_id=t.project_id, tool_name=t.tool_name,
+                           tool_status=t.tool_status)
+            for t in earlier
+        ]  # fmt: skip
 
     async def _extract(self, turn: Turn, context: ExtractionContext) -> tuple[list[ExtractedFact], str]:
         models = self.resources.models
@@ -154,13 +176,19 @@ class ExtractionStage(SinkStage):
     async def write(self, batch: Sequence[Decoded]) -> None:
         by_session: dict[SessionRef, list[Turn]] = defaultdict(list)
         for item in batch:
-            if item.turn.role in EXTRACTED_ROLES:
-                by_session[SessionRef.of(item.turn)].append(item.turn)
+            by_session[SessionRef.of(item.turn)].append(item.turn)
         jobs: list[tuple[Turn, ExtractionContext]] = []
         for turns in by_session.values():
+            if not any(turn.role in EXTRACTED_ROLES for turn in turns):
+                continue
             earlier = await self._recent(turns[0])
+            seen = {t.event_id for t in earlier}
             for turn in turns:
-                jobs.append((turn, await self._context(turn, tuple(earlier[-CONTEXT_TURNS:]))))
+                if turn.event_id in seen:  # delivered twice in one batch: logged once
+                    continue
+                seen.add(turn.event_id)
+                if turn.role in EXTRACTED_ROLES:
+                    jobs.append((turn, await self._context(turn, tuple(earlier[-CONTEXT_TURNS:]))))
                 earlier.append(to_extraction_turn(turn))
         results = await self._extract_all(jobs)
         await self.facts.publish(

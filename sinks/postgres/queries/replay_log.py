@@ -100,36 +100,6 @@ async def read_events(
         return [LoggedEvent(**row) for row in await cur.fetchall()]
 
 
-@dataclass(frozen=True)
-class ContextTurn:
-    event_id: uuid.UUID
-    role: str
-    content: str
-    project_id: str | None
-
-
-async def turns_before(
-    conn: psycopg.AsyncConnection[Any],
-    tenant_id: str,
-    user_id: str,
-    session_id: str,
-    *,
-    at: datetime,
-    seq: int,
-    limit: int,
-) -> list[ContextTurn]:
-    """The user's last ``limit`` turns in the session before (``at``, ``seq``), oldest first:
-    what the live worker reads from the user's buffer of the session in Redis."""
-    cur = await conn.execute(
-        "SELECT event_id, role, content, project_id FROM event_log WHERE tenant_id = %s AND session_id = %s"
-        " AND user_id = %s AND source_topic <> %s AND (event_time, seq) < (%s, %s)"
-        " ORDER BY event_time DESC, seq DESC LIMIT %s",
-        (tenant_id, session_id, user_id, MAINTENANCE_TOPIC, at, seq, limit),
-    )
-    rows = await cur.fetchall()
-    return [ContextTurn(*row) for row in reversed(rows)]
-
-
 async def session_start(
     conn: psycopg.AsyncConnection[Any], tenant_id: str, user_id: str, session_id: str, roles: tuple[str, ...]
 ) -> datetime | None:
