@@ -39,6 +39,11 @@ class TokenCounter:
         return Tokenizer.from_file(str(path))
 
     def count(self, text: str) -> int:
+        """One text's count, remembered like ``count_many``'s: a context's header and section
+        titles recur on every call, and each encoding costs the tokenizer's round trip."""
+        return self.count_many([text])[0]
+
+    def _uncached(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
@@ -53,9 +58,13 @@ class TokenCounter:
                 self._counts.move_to_end(text)
                 counts.append(known)
         if missing:
-            encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
-            for i, encoding in zip(missing, encodings, strict=True):
-                counts[i] = len(encoding.ids)
+            if len(missing) == 1:  # no batch to spread over threads
+                found = [self._uncached(texts[missing[0]])]
+            else:
+                encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
+                found = [len(encoding.ids) for encoding in encodings]
+            for i, n in zip(missing, found, strict=True):
+                counts[i] = n
                 if len(texts[i]) <= self.CACHED_CHARS:
                     self._counts[texts[i]] = counts[i]
             while len(self._counts) > self.CACHED:
@@ -106,9 +115,9 @@ class TokenCounter:
                 head_text = parts[0]
             if _mid_word(text, tail_start) and len(parts := tail_text.split(None, 1)) > 1:
                 tail_text = parts[1]
-            omitted = total - self.count(head_text) - self.count(tail_text)
+            omitted = total - self._uncached(head_text) - self._uncached(tail_text)
             cut = f"{head_text.rstrip()} [… {omitted} tokens omitted …] {tail_text.lstrip()}".strip()
-            if self.count(cut) <= max_tokens or keep == 0:
+            if self._uncached(cut) <= max_tokens or keep == 0:
                 return cut
             keep = max(0, keep - 8)
 

@@ -13,6 +13,21 @@ def test_remembered_counts_are_the_tokenizers_and_the_cache_stays_bounded() -> N
     assert counter.count_many([long]) == [TokenCounter().count(long)] and long not in counter._counts
 
 
+def test_a_single_count_is_remembered_too() -> None:
+    """A context counts its header and section titles on every call: ``count`` answers them
+    from the cache after the first time, the same as the tokenizer would."""
+    counter = TokenCounter()
+    encoded: list[str] = []
+    uncached = counter._uncached
+    counter._uncached = lambda text: encoded.append(text) or uncached(text)  # type: ignore[method-assign]
+    title = "## Relevant memories"
+    assert counter.count(title) == TokenCounter().count(title)
+    assert counter.count(title) == TokenCounter().count(title)
+    assert encoded == [title]
+    long = "word " * 2_000
+    assert counter.count(long) == counter.count(long) and encoded.count(long) == 2, "long texts are not kept"
+
+
 #: Lines a prompt can hold: items, titles, indented continuations, blank lines, leading and
 #: trailing blanks, tabs, code, numbers, accents, other scripts, emoji (byte fallback), CR.
 PINNED_LINES = [
