@@ -67,6 +67,16 @@ def test_escaping_is_reversible_and_leaves_no_separator(value: str) -> None:
     assert unquote(encoded, errors="strict") == value  # percent-escapes are the UTF-8 bytes
 
 
+def test_every_space_is_escaped_whatever_its_script() -> None:
+    """The quick check for a part needing no escape looks for the ASCII space only: every
+    other space (no-break, ideographic, line separators) is not printable, so caught too."""
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert len(spaces) > 20
+    for space in spaces:
+        encoded = "".join(f"%{byte:02X}" for byte in space.encode())
+        assert escape(f"a{space}b") == f"a{encoded}b"
+
+
 def test_a_lone_surrogate_is_escaped_too() -> None:
     assert escape("\ud800") == "%ED%A0%80" and escape("\ud800") != escape("\ud801")
 
