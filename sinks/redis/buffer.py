@@ -153,6 +153,32 @@ class BufferView:
     window: list[dict[str, Any]]
 
 
+def _entries(rows: Any) -> list[BufferEntry]:
+    """A buffer's ``ZRANGE ... WITHSCORES`` as entries, oldest first."""
+    return [
+        BufferEntry(score=int(score), member=member, tokens=int(orjson.loads(member)["tokens"]))
+        for member, score in cast(list[tuple[bytes, float]], rows)
+    ]
+
+
+def _summary(raw: Mapping[Any, Any]) -> RollingSummary | None:
+    """A rolling summary's hash (``HGETALL``); None when the session has none."""
+    if not raw:
+        return None
+    fields = {_text(k): _text(v) for k, v in raw.items()}
+    return RollingSummary(
+        text=fields.get("text", ""),
+        summarizer=fields.get("summarizer", ""),
+        through=int(fields.get("through", 0)),
+        turns=int(fields.get("turns", 0)),
+        calls=int(fields.get("calls", 0)),
+        input_tokens=int(fields.get("input_tokens", 0)),
+        output_tokens=int(fields.get("output_tokens", 0)),
+        updated_at=fields.get("updated_at", ""),
+        agents=tuple(orjson.loads(fields.get("agents", "[]"))),
+    )
+
+
 class SessionBuffers:
     """Appends batches of turns (many sessions per round trip), folds turns into the rolling
     summary before trimming them, and reads a session back."""
@@ -203,11 +229,7 @@ class SessionBuffers:
         }
 
     async def _entries(self, ref: SessionRef) -> list[BufferEntry]:
-        rows = cast(list[tuple[bytes, float]], await self.client.zrange(buffer_key(*ref), 0, -1, withscores=True))
-        return [
-            BufferEntry(score=int(score), member=member, tokens=int(orjson.loads(member)["tokens"]))
-            for member, score in rows
-        ]
+        return _entries(await self.client.zrange(buffer_key(*ref), 0, -1, withscores=True))
 
     def _split(self, entries: list[BufferEntry]) -> tuple[list[BufferEntry], list[BufferEntry]]:
         kept = window(entries, max_turns=self.max_turns, max_tokens=self.max_tokens)
@@ -215,11 +237,16 @@ class SessionBuffers:
         return [e for e in entries if e.member not in inside], kept
 
     async def view(self, ref: SessionRef) -> BufferView:
-        """The rolling summary, the turns waiting to be folded into it, and the window."""
-        entries = await self._entries(ref)
-        pending, kept = self._split(entries)
+        """The rolling summary, the turns waiting to be folded into it, and the window: read
+        together (one round trip, ``MULTI``: a fold between the two reads would have shown its
+        turns twice or not at all; the keys share a slot)."""
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.zrange(buffer_key(*ref), 0, -1, withscores=True)
+            pipe.hgetall(summary_key(*ref))
+            rows, raw_summary = await pipe.execute()
+        pending, kept = self._split(_entries(rows))
         return BufferView(
-            summary=await self.summary(ref),
+            summary=_summary(raw_summary),
             pending=[orjson.loads(e.member) for e in pending],
             window=[orjson.loads(e.member) for e in kept],
         )
@@ -234,21 +261,7 @@ class SessionBuffers:
         return pending[:limit]
 
     async def summary(self, ref: SessionRef) -> RollingSummary | None:
-        raw = await self.client.hgetall(summary_key(*ref))
-        if not raw:
-            return None
-        fields = {_text(k): _text(v) for k, v in raw.items()}
-        return RollingSummary(
-            text=fields.get("text", ""),
-            summarizer=fields.get("summarizer", ""),
-            through=int(fields.get("through", 0)),
-            turns=int(fields.get("turns", 0)),
-            calls=int(fields.get("calls", 0)),
-            input_tokens=int(fields.get("input_tokens", 0)),
-            output_tokens=int(fields.get("output_tokens", 0)),
-            updated_at=fields.get("updated_at", ""),
-            agents=tuple(orjson.loads(fields.get("agents", "[]"))),
-        )
+        return _summary(await self.client.hgetall(summary_key(*ref)))
 
     async def fold(
         self,
