@@ -58,13 +58,9 @@ class TokenCounter:
                 self._counts.move_to_end(text)
                 counts.append(known)
         if missing:
-            if len(missing) == 1:  # no batch to spread over threads
-                found = [self._uncached(texts[missing[0]])]
-            else:
-                encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
-                found = [len(encoding.ids) for encoding in encodings]
-            for i, n in zip(missing, found, strict=True):
-                counts[i] = n
+            encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
+            for i, encoding in zip(missing, encodings, strict=True):
+                counts[i] = len(encoding.ids)
                 if len(texts[i]) <= self.CACHED_CHARS:
                     self._counts[texts[i]] = counts[i]
             while len(self._counts) > self.CACHED:

@@ -153,7 +153,7 @@ class BufferView:
     window: list[dict[str, Any]]
 
 
-def _entries(rows: Any) -> list[BufferEntry]:
+def _as_entries(rows: Any) -> list[BufferEntry]:
     """A buffer's ``ZRANGE ... WITHSCORES`` as entries, oldest first."""
     return [
         BufferEntry(score=int(score), member=member, tokens=int(orjson.loads(member)["tokens"]))
@@ -161,7 +161,7 @@ def _entries(rows: Any) -> list[BufferEntry]:
     ]
 
 
-def _summary(raw: Mapping[Any, Any]) -> RollingSummary | None:
+def _as_summary(raw: Mapping[Any, Any]) -> RollingSummary | None:
     """A rolling summary's hash (``HGETALL``); None when the session has none."""
     if not raw:
         return None
@@ -229,7 +229,7 @@ class SessionBuffers:
         }
 
     async def _entries(self, ref: SessionRef) -> list[BufferEntry]:
-        return _entries(await self.client.zrange(buffer_key(*ref), 0, -1, withscores=True))
+        return _as_entries(await self.client.zrange(buffer_key(*ref), 0, -1, withscores=True))
 
     def _split(self, entries: list[BufferEntry]) -> tuple[list[BufferEntry], list[BufferEntry]]:
         kept = window(entries, max_turns=self.max_turns, max_tokens=self.max_tokens)
@@ -244,9 +244,9 @@ class SessionBuffers:
             pipe.zrange(buffer_key(*ref), 0, -1, withscores=True)
             pipe.hgetall(summary_key(*ref))
             rows, raw_summary = await pipe.execute()
-        pending, kept = self._split(_entries(rows))
+        pending, kept = self._split(_as_entries(rows))
         return BufferView(
-            summary=_summary(raw_summary),
+            summary=_as_summary(raw_summary),
             pending=[orjson.loads(e.member) for e in pending],
             window=[orjson.loads(e.member) for e in kept],
         )
@@ -261,7 +261,7 @@ class SessionBuffers:
         return pending[:limit]
 
     async def summary(self, ref: SessionRef) -> RollingSummary | None:
-        return _summary(await self.client.hgetall(summary_key(*ref)))
+        return _as_summary(await self.client.hgetall(summary_key(*ref)))
 
     async def fold(
         self,

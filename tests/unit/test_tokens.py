@@ -1,3 +1,5 @@
+from typing import Any
+
 from memstream.tokens import TokenCounter
 
 
@@ -18,8 +20,14 @@ def test_a_single_count_is_remembered_too() -> None:
     from the cache after the first time, the same as the tokenizer would."""
     counter = TokenCounter()
     encoded: list[str] = []
-    uncached = counter._uncached
-    counter._uncached = lambda text: encoded.append(text) or uncached(text)  # type: ignore[method-assign]
+    real = counter._tokenizer
+
+    class Recording:  # the tokenizer, noting every text it encodes
+        def encode_batch(self, texts: list[str], **options: Any) -> Any:
+            encoded.extend(texts)
+            return real.encode_batch(texts, **options)
+
+    counter.__dict__["_tokenizer"] = Recording()
     title = "## Relevant memories"
     assert counter.count(title) == TokenCounter().count(title)
     assert counter.count(title) == TokenCounter().count(title)
