@@ -25,20 +25,25 @@ def fuse_rrf(ranked: Sequence[tuple[str, float, Sequence[K]]], *, k: int = 60) -
     """
     if k < 1:
         raise ValueError("k must be at least 1")
-    fused: dict[K, Fused[K]] = {}
-    first_seen: dict[K, tuple[int, int]] = {}
-    for list_index, (name, weight, keys) in enumerate(ranked):
+    for name, weight, _ in ranked:
         if weight < 0:
             raise ValueError(f"weight of {name} must not be negative")
+    fused: dict[K, Fused[K]] = {}
+    #: The best (rank, list) each key reached: its first sighting, or a better rank in a later list.
+    first_seen: dict[K, tuple[int, int]] = {}
+    for list_index, (name, weight, keys) in enumerate(ranked):
         seen_here: set[K] = set()
         for position, key in enumerate(keys, start=1):
             if key in seen_here:
                 continue  # a list names each key once; later repeats are ignored
             seen_here.add(key)
-            entry = fused.setdefault(key, Fused(key=key, score=0.0))
+            entry = fused.get(key)
+            if entry is None:  # a search fuses about a hundred keys: no object made per sighting
+                fused[key] = Fused(key, weight / (k + position), {name: position})
+                first_seen[key] = (position, list_index)
+                continue
             entry.score += weight / (k + position)
             entry.ranks[name] = position
-            best = first_seen.get(key)
-            if best is None or (position, list_index) < best:
+            if position < first_seen[key][0]:
                 first_seen[key] = (position, list_index)
     return sorted(fused.values(), key=lambda f: (-f.score, first_seen[f.key]))

@@ -121,11 +121,17 @@ def mmr(
     #: Each candidate's highest cosine to anything picked so far (0 before the first pick).
     redundancy = np.zeros(len(items), dtype=np.float64)
     diversity = 1 - options.mmr_lambda
+    # Each pick's arithmetic goes into buffers made once: a context picks about thirty among
+    # a few hundred, and a fresh array per step was most of the loop's time.
+    gain = np.empty_like(value)
+    cosines = np.empty(len(items), dtype=vectors.dtype)
     chosen: list[int] = []
     for _ in range(len(items)):
         if len(chosen) >= k:
             break
-        best = int(np.argmax(value - diversity * redundancy))
+        np.multiply(redundancy, diversity, out=gain)
+        np.subtract(value, gain, out=gain)
+        best = int(gain.argmax())
         if value[best] == -np.inf:
             break
         value[best] = -np.inf
@@ -133,5 +139,6 @@ def mmr(
         if chosen and items[best].mmr_penalty >= options.duplicate_cosine:
             continue  # a near-duplicate of something already chosen
         chosen.append(best)
-        np.maximum(redundancy, vectors @ vectors[best], out=redundancy)
+        np.dot(vectors, vectors[best], out=cosines)
+        np.maximum(redundancy, cosines, out=redundancy)
     return [items[i] for i in chosen]

@@ -56,27 +56,36 @@ class Hit:
     sub_queries: list[int] = field(default_factory=list)
 
 
+#: A candidate's key in fusion and merging: its kind and its id's number. A ``UUID`` hashes in
+#: Python (``UUID.__hash__``), and a search hashes its keys some 750 times: a third of fusing
+#: one sub-query's lists; its number hashes in C, and is equal exactly when the UUID is.
+Key = tuple[str, int]
+
+
+def _key(c: Candidate) -> Key:
+    return (c.kind, c.id.int)
+
+
 def _scored(
     spec: SearchSpec, by_vector: list[Candidate], by_text: list[Candidate], *, now: datetime
-) -> tuple[list[Scored], dict[tuple[str, Any], Candidate]]:
-    """One (sub-)query's two lists fused, with decay and boosts."""
-    candidates: dict[tuple[str, Any], Candidate] = {(c.kind, c.id): c for c in (*by_vector, *by_text)}
-    fused = fuse_rrf(
-        [
-            ("vector", spec.vector_weight, [(c.kind, c.id) for c in by_vector]),
-            ("text", spec.text_weight, [(c.kind, c.id) for c in by_text]),
-        ],
-        k=spec.rrf_k,
-    )
+) -> tuple[list[Scored], dict[Key, Candidate]]:
+    """One (sub-)query's two lists fused, with decay and boosts (a memory in both lists is
+    its full-text row)."""
+    vector_keys = [_key(c) for c in by_vector]
+    text_keys = [_key(c) for c in by_text]
+    candidates: dict[Key, Candidate] = dict(zip(vector_keys, by_vector, strict=True))
+    candidates.update(zip(text_keys, by_text, strict=True))
+    fused = fuse_rrf([("vector", spec.vector_weight, vector_keys), ("text", spec.text_weight, text_keys)],
+                     k=spec.rrf_k)  # fmt: skip
     scored = []
     for f in fused:
         c = candidates[f.key]
-        item = Scored(
+        ranks = f.ranks
+        scored.append(Scored(
             key=f.key, rrf=f.score, created_at=c.created_at, importance=c.importance, tags=c.tags,
             embedding=None, decays=c.kind == "episode" and c.memory_type != "procedural",
-        )  # fmt: skip
-        item.parts = {"vector_rank": f.ranks.get("vector", 0), "text_rank": f.ranks.get("text", 0)}
-        scored.append(item)
+            parts={"vector_rank": ranks.get("vector", 0), "text_rank": ranks.get("text", 0)},
+        ))  # fmt: skip
     return adjust(scored, spec.ranking, now), candidates
 
 
@@ -103,7 +112,7 @@ async def hybrid_search(
     (``send_early``): then each lane takes one round trip."""
     queries = await embedder.embed(list(spec.queries))
     jobs = list(zip(spec.queries, queries, strict=True))
-    results: list[tuple[list[Scored], dict[tuple[str, Any], Candidate]] | None] = [None] * len(jobs)
+    results: list[tuple[list[Scored], dict[Key, Candidate]] | None] = [None] * len(jobs)
 
     async def lane(lane_conn: psycopg.AsyncConnection[Any], indices: range) -> None:
         """The lane's sub-queries, together: two round trips for all of them."""
@@ -131,7 +140,7 @@ async def hybrid_search(
                         lanes.create_task(lane(lane_conn, range(first, len(jobs), len(conns))))
             except ExceptionGroup as failed:  # the first failure, as a single lane would raise it
                 raise failed.exceptions[0]  # noqa: B904
-    merged: dict[tuple[str, Any], Hit] = {}
+    merged: dict[Key, Hit] = {}
     for index, result in enumerate(results):
         assert result is not None
         scored, candidates = result
@@ -139,7 +148,7 @@ async def hybrid_search(
         for item in scored:
             if len(spec.queries) > 1 and best:  # each sub-query's best counts the same
                 item.rrf /= best
-            key = cast(tuple[str, Any], item.key)
+            key = cast(Key, item.key)
             hit = merged.get(key)
             if hit is None or item.score > hit.scored.score:
                 hit = Hit(candidates[key], item, hit.sub_queries if hit else [])

@@ -41,3 +41,14 @@ def test_empty_inputs_give_nothing() -> None:
 def test_rejects_nonsense_parameters(lists: list[tuple[str, float, list[str]]], k: int) -> None:
     with pytest.raises(ValueError):
         fuse_rrf(lists, k=k)
+
+
+def test_a_better_rank_in_a_later_list_breaks_the_tie() -> None:
+    """Equal scores: the key with the best rank anywhere first, even when it reached that rank
+    in a later list than the other key's first sighting."""
+    fused = fuse_rrf([("vector", 1.0, ["a", "b"]), ("text", 1.0, ["b", "a"])])
+    assert fused[0].score == fused[1].score
+    assert [f.key for f in fused] == ["a", "b"]  # a: rank 1 in vector; b: rank 1 in text, a later list
+    fused = fuse_rrf([("vector", 1.0, ["x", "a", "b"]), ("text", 1.0, ["b", "y", "a"])])
+    assert {f.key: f.ranks for f in fused}["b"] == {"vector": 3, "text": 1}
+    assert [f.key for f in fused][:2] == ["b", "a"]  # b's 1/63 + 1/61 > a's 1/62 + 1/63

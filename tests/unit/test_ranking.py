@@ -64,3 +64,43 @@ def test_mmr_keeps_k() -> None:
     items = [item(str(i), 1.0 - i / 10, vector=(np.cos(i), np.sin(i))) for i in range(8)]
     assert len(mmr(items, 5, RankingOptions(duplicate_cosine=1.01))) == 5
     assert mmr([], 5, RankingOptions()) == []
+
+
+def _mmr_as_defined(items: list[Scored], k: int, options: RankingOptions, vectors: np.ndarray) -> list[tuple[str, float]]:
+    """MMR written out as its docstring states it, pick by pick, for the check below."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-30)
+    top = max(i.score for i in items) or 1.0
+    left = list(range(len(items)))
+    chosen: list[int] = []
+    out: list[tuple[str, float]] = []
+    while left and len(chosen) < k:
+        def gain(i: int) -> float:
+            redundancy = max((0.0, *(float(unit[i] @ unit[j]) for j in chosen)))  # dissimilar: no penalty
+            return options.mmr_lambda * items[i].score / top - (1 - options.mmr_lambda) * redundancy
+
+        best = max(left, key=lambda i: (gain(i), -i))  # the first of equal gains, as argmax
+        left.remove(best)
+        penalty = max((0.0, *(float(unit[best] @ unit[j]) for j in chosen)))
+        if chosen and penalty >= options.duplicate_cosine:
+            continue
+        chosen.append(best)
+        out.append((str(items[best].key), penalty))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mmr_picks_what_its_definition_picks(seed: int) -> None:
+    """The picks and penalties of ``mmr`` (buffers reused from pick to pick) are those of MMR
+    computed afresh at every pick, near-duplicates included (pinned random cases)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    vectors = rng.standard_normal((n, 8)).astype(np.float32)
+    if n > 3:
+        vectors[1] = vectors[0] * 1.001  # a near-duplicate of the first
+    items = [item(str(i), float(rng.random())) for i in range(n)]
+    options = RankingOptions(mmr_lambda=float(rng.choice([0.3, 0.7, 1.0])))
+    k = int(rng.integers(1, 20))
+    picked = mmr(items, k, options, vectors)
+    expected = _mmr_as_defined(items, k, options, vectors)
+    assert [str(i.key) for i in picked] == [key for key, _ in expected]
+    assert [i.mmr_penalty for i in picked] == pytest.approx([p for _, p in expected], abs=1e-5)
