@@ -66,7 +66,9 @@ def test_mmr_keeps_k() -> None:
     assert mmr([], 5, RankingOptions()) == []
 
 
-def _mmr_as_defined(items: list[Scored], k: int, options: RankingOptions, vectors: np.ndarray) -> list[tuple[str, float]]:
+def _mmr_as_defined(
+    items: list[Scored], k: int, options: RankingOptions, vectors: np.ndarray
+) -> list[tuple[str, float]]:
     """MMR written out as its docstring states it, pick by pick, for the check below."""
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-30)
     top = max(i.score for i in items) or 1.0
@@ -74,6 +76,7 @@ def _mmr_as_defined(items: list[Scored], k: int, options: RankingOptions, vector
     chosen: list[int] = []
     out: list[tuple[str, float]] = []
     while left and len(chosen) < k:
+
         def gain(i: int) -> float:
             redundancy = max((0.0, *(float(unit[i] @ unit[j]) for j in chosen)))  # dissimilar: no penalty
             return options.mmr_lambda * items[i].score / top - (1 - options.mmr_lambda) * redundancy
