@@ -3,7 +3,8 @@ time ("last session", "yesterday") rewritten to session ids and dates first.
 
 By rules (deterministic, instant): split on ``;``, ``?`` and top-level "and"/","; a fragment
 with at most one content word ("the backend" in "the backend and timeout rules I chose") takes
-the next fragment's head and tail ("the backend rules I chose"). By an LLM when asked for
+the next fragment's head and tail ("the backend rules I chose"), and a fronted modifier ("Before
+the standup," "If it fails,") stays with the clause it modifies. By an LLM when asked for
 (``decompose=llm``, with a Gemini key): the model returns the sub-queries.
 """
 
@@ -27,6 +28,16 @@ _STOP = frozenset(
 _TOP_LEVEL = re.compile(r"\s*(?:;|\?|,\s*and\s+|\s+and\s+|,\s+as well as\s+|\s+as well as\s+|,\s+also\s+|,)\s*",
                         re.IGNORECASE)  # fmt: skip
 _WORD = re.compile(r"[\w.+#-]+", re.UNICODE)
+#: The separators above, kept (``split_rules`` needs to know which one ended a fragment).
+_TOP_LEVEL_KEPT = re.compile(f"({_TOP_LEVEL.pattern})", re.IGNORECASE)
+#: Prepositions and subordinators: a fragment opening with one and ended by a bare comma is a
+#: fronted modifier ("Before the standup, write the migration"; "If the deploy fails, roll
+#: back"), which qualifies the clause after it and names no topic of its own. As a sub-query
+#: it cost a whole search and fetched memories about the standup.
+_OPENERS = frozenset(
+    "after although as at because before by despite during following for given if in once on per regarding since"
+    " though unless until upon when whenever while with within without".split()
+)
 
 
 @dataclass(frozen=True)
@@ -48,11 +59,29 @@ def _tail_after_head(fragment: str) -> str:
     return ""
 
 
+def _fragments(query: str) -> list[str]:
+    """``query`` split at its top-level separators, a fronted modifier kept with the clause
+    after it (``_OPENERS``)."""
+    pieces = _TOP_LEVEL_KEPT.split(query)  # fragment, separator, fragment, ...
+    fragments: list[str] = []
+    pending = ""
+    for i in range(0, len(pieces), 2):
+        fragment = pending + pieces[i]
+        separator = pieces[i + 1] if i + 1 < len(pieces) else ""
+        words = fragment.split()
+        if separator.strip() == "," and words and words[0].lower() in _OPENERS and i + 2 < len(pieces):
+            pending = fragment + ", "
+            continue
+        pending = ""
+        fragments.append(fragment)
+    return fragments
+
+
 def split_rules(query: str) -> list[str]:
     # One space between words first: the separator pattern's whitespace is then at most one
     # character, so splitting is linear (a run of 2,000 spaces took 14 s before).
     query = " ".join(query.split())
-    fragments = [f.strip(" ,.") for f in _TOP_LEVEL.split(query) if f and f.strip(" ,.")]
+    fragments = [f.strip(" ,.") for f in _fragments(query) if f and f.strip(" ,.")]
     merged: list[str] = []
     for i, fragment in enumerate(fragments):
         following = fragments[i + 1] if i + 1 < len(fragments) else ""

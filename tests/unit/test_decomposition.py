@@ -28,6 +28,25 @@ async def test_the_seeds_compound_question_gives_one_sub_query_per_topic() -> No
         ("dark mode; python version", ["dark mode", "python version"]),
         ("the database and the cache of CloudRetail", ["the database of CloudRetail", "the cache of CloudRetail"]),
         ("what went wrong with the last deployment", ["what went wrong with the last deployment"]),
+        # A fronted modifier qualifies its clause: no sub-query of its own.
+        (
+            "Before the standup, write the migration for the orders table",
+            ["Before the standup, write the migration for the orders table"],
+        ),
+        (
+            "If the deploy fails, roll back the release and page the on-call engineer",
+            ["If the deploy fails, roll back the release", "page the on-call engineer"],
+        ),
+        (
+            "dark mode; after the outage, the cache eviction policy",
+            ["dark mode", "after the outage, the cache eviction policy"],
+        ),
+        # Not a modifier: a list item opening with another word, or one the comma ends with "and".
+        ("dark mode, python version", ["dark mode", "python version"]),
+        (
+            "before the release notes and after the outage report",
+            ["before the release notes", "after the outage report"],
+        ),
     ],
 )
 def test_rules(query: str, expected: list[str]) -> None:
