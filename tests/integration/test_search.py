@@ -105,7 +105,9 @@ async def test_a_project_filter_finds_the_same_episodes_by_text_narrow_or_broad(
     """A project holding a large share of the user's episodes is checked on the rows the text
     index finds, a small one may go through ``episodes_owner`` (``BROAD_PROJECT_SHARE``):
     either way the text list holds the project's episodes and those of no project, never
-    another project's."""
+    another project's. The index finds them by a lexeme naming the project (migration 0016):
+    a project whose id begins with another's, in characters a tsquery gives meaning to, is
+    a project of its own."""
     await store(
         stack,
         tenant,
@@ -113,20 +115,22 @@ async def test_a_project_filter_finds_the_same_episodes_by_text_narrow_or_broad(
             {"content": "Ledger replicas run in Frankfurt", "project": "Small"},
             {"content": "Ledger backups are hourly"},
             *({"content": f"Ledger shard {i} is in Oregon", "project": "Large"} for i in range(9)),
+            {"content": "Ledger archive sits in Dublin", "project": "Small/eu-1:a+b@c"},
         ],
     )
     async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
         await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
         found: dict[str, set[str]] = {}
-        for project, broad in (("Small", False), ("Large", True)):
+        for project, broad, kept in (("Small", False, 2), ("Large", True, 10), ("Small/eu-1:a+b@c", False, 2)):
             scope = Filters(tenant_id=tenant, user_id="u1", project_id=project, memory_types=("episodic",))
             terms = await retrieval.read_terms(await retrieval.send_terms(conn, scope, "where are the ledger replicas"))
-            assert (terms.n_docs, terms.in_project) == (11, 2 if project == "Small" else 10)
+            assert (terms.n_docs, terms.in_project) == (12, kept)
             query = retrieval._episode_text(scope.params(), terms)
             assert query is not None and query["broad_project"] is broad
             found[project] = {c.content for c in await text_candidates(conn, scope, "ledger", limit=20)}
     assert found["Small"] == {"Ledger replicas run in Frankfurt", "Ledger backups are hourly"}
     assert found["Large"] == {"Ledger backups are hourly", *(f"Ledger shard {i} is in Oregon" for i in range(9))}
+    assert found["Small/eu-1:a+b@c"] == {"Ledger archive sits in Dublin", "Ledger backups are hourly"}
 
 
 async def test_other_users_and_tenants_are_invisible(

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from sinks.postgres.queries.retrieval import common_df, term_weights, tsquery_term
+from sinks.postgres.queries.retrieval import common_df, project_lexemes, term_weights, tsquery_term
 
 
 def test_rare_words_select_and_weigh_more_than_common_ones() -> None:
@@ -60,3 +60,15 @@ def test_with_an_owner_tag_the_query_asks_for_that_owners_lexemes() -> None:
     assert weights.tsquery("0123456789abcdef") == "'0123456789abcdef:it''s'"
     both = term_weights(100, {"deploy": 40, "servic": 30})
     assert both.tsquery("tag") == "'tag:deploy' & 'tag:servic'"
+
+
+def test_with_a_project_the_query_asks_for_its_lexeme_or_no_projects() -> None:
+    """The index then returns only the rows a project filter keeps (migration 0016); without an
+    owner tag there is no such lexeme to ask for."""
+    both = term_weights(100, {"deploy": 40, "servic": 30})
+    assert both.tsquery("tag", project_id="it's/eu") == (
+        "('tag:deploy' & 'tag:servic') & ('tag: project it''s/eu' | 'tag: no project')"
+    )
+    assert both.tsquery(project_id="P") == "'deploy' & 'servic'"
+    assert both.tsquery("tag", project_id=None) == "'tag:deploy' & 'tag:servic'"
+    assert project_lexemes("tag", "P") == ("tag: project P", "tag: no project")

@@ -337,11 +337,22 @@ class TermWeights:
     #: Candidates must hold every selective lexeme (not any): no single one is rare enough.
     all_of: bool = False
 
-    def tsquery(self, owner_tag: str | None = None) -> str:
+    def tsquery(self, owner_tag: str | None = None, *, project_id: str | None = None) -> str:
         """The selective lexemes as a tsquery; with ``owner_tag``, as the owner's lexemes
-        (``episodes.owner_tsv``, migration 0012: postings of one user)."""
+        (``episodes.owner_tsv``, migration 0012: postings of one user), and with ``project_id``
+        too, in that project or in none (``project_lexemes``, migration 0016)."""
         prefix = f"{owner_tag}:" if owner_tag else ""
-        return (" & " if self.all_of else " | ").join(tsquery_term(prefix + t) for t in self.selective)
+        words = (" & " if self.all_of else " | ").join(tsquery_term(prefix + t) for t in self.selective)
+        if not (owner_tag and project_id is not None):
+            return words
+        in_project, in_none = project_lexemes(owner_tag, project_id)
+        return f"({words}) & ({tsquery_term(in_project)} | {tsquery_term(in_none)})"
+
+
+def project_lexemes(owner_tag: str, project_id: str) -> tuple[str, str]:
+    """The lexemes of ``owner_tsv`` (migration 0016) naming an episode of the owner in
+    ``project_id`` and one of no project. They hold a space, which no word's lexeme does."""
+    return f"{owner_tag}: project {project_id}", f"{owner_tag}: no project"
 
 
 def term_weights(n_docs: int, df: dict[str, int], *, budget: int = SELECTED_ROWS) -> TermWeights:
@@ -427,7 +438,8 @@ def _episode_text(params: dict[str, Any], terms: Terms) -> dict[str, Any] | None
         "lexemes": len(scored),
         "broad_project": params.get("project_id") is not None
         and terms.in_project >= BROAD_PROJECT_SHARE * terms.n_docs,
-        "filter": weights.tsquery(owner_tag),
+        # The project too: the index then returns only the rows the filter keeps (migration 0016).
+        "filter": weights.tsquery(owner_tag, project_id=params.get("project_id")),
         "k1": BM25_K1,
         "b": BM25_B,
         "scan": ALL_OF_ROWS if weights.all_of else SELECTED_ROWS,
