@@ -105,32 +105,38 @@ async def test_a_project_filter_finds_the_same_episodes_by_text_narrow_or_broad(
     """A project holding a large share of the user's episodes is checked on the rows the text
     index finds, a small one may go through ``episodes_owner`` (``BROAD_PROJECT_SHARE``):
     either way the text list holds the project's episodes and those of no project, never
-    another project's. The index finds them by a lexeme naming the project (migration 0016):
-    a project whose id begins with another's, in characters a tsquery gives meaning to, is
-    a project of its own."""
+    another project's. A query that may read many rows (``many_rows``: here every word is in
+    every episode) has the index find them by a lexeme naming the project (migration 0016):
+    a project whose id begins with another's, in characters a tsquery gives meaning to, is a
+    project of its own."""
     await store(
         stack,
         tenant,
         [
-            {"content": "Ledger replicas run in Frankfurt", "project": "Small"},
-            {"content": "Ledger backups are hourly"},
-            *({"content": f"Ledger shard {i} is in Oregon", "project": "Large"} for i in range(9)),
-            {"content": "Ledger archive sits in Dublin", "project": "Small/eu-1:a+b@c"},
+            {"content": "Ledger copy replicas run in Frankfurt", "project": "Small"},
+            {"content": "Ledger copy backups are hourly"},
+            *({"content": f"Ledger copy shard {i} is in Oregon", "project": "Large"} for i in range(9)),
+            {"content": "Ledger copy archive sits in Dublin", "project": "Small/eu-1:a+b@c"},
         ],
     )
+    expected = {
+        "Small": {"Ledger copy replicas run in Frankfurt", "Ledger copy backups are hourly"},
+        "Large": {"Ledger copy backups are hourly", *(f"Ledger copy shard {i} is in Oregon" for i in range(9))},
+        "Small/eu-1:a+b@c": {"Ledger copy archive sits in Dublin", "Ledger copy backups are hourly"},
+    }
     async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
         await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
-        found: dict[str, set[str]] = {}
         for project, broad, kept in (("Small", False, 2), ("Large", True, 10), ("Small/eu-1:a+b@c", False, 2)):
             scope = Filters(tenant_id=tenant, user_id="u1", project_id=project, memory_types=("episodic",))
-            terms = await retrieval.read_terms(await retrieval.send_terms(conn, scope, "where are the ledger replicas"))
-            assert (terms.n_docs, terms.in_project) == (12, kept)
-            query = retrieval._episode_text(scope.params(), terms)
-            assert query is not None and query["broad_project"] is broad
-            found[project] = {c.content for c in await text_candidates(conn, scope, "ledger", limit=20)}
-    assert found["Small"] == {"Ledger replicas run in Frankfurt", "Ledger backups are hourly"}
-    assert found["Large"] == {"Ledger backups are hourly", *(f"Ledger shard {i} is in Oregon" for i in range(9))}
-    assert found["Small/eu-1:a+b@c"] == {"Ledger archive sits in Dublin", "Ledger backups are hourly"}
+            for text, by_lexeme in (("where are the ledger replicas", False), ("ledger copy", True)):
+                terms = await retrieval.read_terms(await retrieval.send_terms(conn, scope, text))
+                assert (terms.n_docs, terms.in_project) == (12, kept)
+                query = retrieval._episode_text(scope.params(), terms)
+                assert query is not None and query["broad_project"] is broad
+                assert (f": project {project}" in query["filter"]) is by_lexeme, query["filter"]
+            for text in ("ledger", "ledger copy"):
+                found = {c.content for c in await text_candidates(conn, scope, text, limit=20)}
+                assert found == expected[project], (project, text)
 
 
 async def test_other_users_and_tenants_are_invisible(

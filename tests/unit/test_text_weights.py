@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from sinks.postgres.queries.retrieval import common_df, project_lexemes, term_weights, tsquery_term
+from sinks.postgres.queries.retrieval import common_df, many_rows, project_lexemes, term_weights, tsquery_term
 
 
 def test_rare_words_select_and_weigh_more_than_common_ones() -> None:
@@ -72,3 +72,14 @@ def test_with_a_project_the_query_asks_for_its_lexeme_or_no_projects() -> None:
     assert both.tsquery(project_id="P") == "'deploy' & 'servic'"
     assert both.tsquery("tag", project_id=None) == "'tag:deploy' & 'tag:servic'"
     assert project_lexemes("tag", "P") == ("tag: project P", "tag: no project")
+
+
+def test_only_a_query_that_may_read_many_rows_asks_for_the_project() -> None:
+    """Walking a project's postings costs the index more than a handful of rows cost the heap."""
+    every_word_common = term_weights(100_000, {"deploy": 40_000, "servic": 30_000})
+    assert every_word_common.all_of and many_rows(every_word_common, {"deploy": 40_000, "servic": 30_000})
+    rare = {"pr": 3, "8934": 2}
+    assert not many_rows(term_weights(100_000, rare), rare)
+    pulled = {"migrat": 300, "alloydb": 250}
+    assert term_weights(100_000, pulled).selective == ["alloydb", "migrat"]
+    assert many_rows(term_weights(100_000, pulled), pulled), "550 rows pulled in: more than ALL_OF_ROWS"
