@@ -7,8 +7,10 @@
 -- kept (979 heap rows for 500 in `EXPLAIN ANALYZE`), 0.8 of a 1.6 ms selection. Each row's
 -- `owner_tsv` now also holds one lexeme naming its project, "<tag>: project P", or
 -- "<tag>: no project". A parser never makes a lexeme with a space in it, so neither can be a
--- word. The query adds `& ('<tag>: project P' | '<tag>: no project')` to its words, and the
--- index returns only the rows it keeps.
+-- word. A query that may read many rows adds `& ('<tag>: project P' | '<tag>: no project')`
+-- to its words, and the index returns only the rows it keeps (`many_rows` in
+-- sinks/postgres/queries/retrieval.py: for a handful of rows the project's long postings cost
+-- the index more than the rows they spare).
 --
 -- The column is redefined, which rewrites the table and rebuilds the index once, under an
 -- exclusive lock (docs/operations.md, "Upgrades and schema migrations").
