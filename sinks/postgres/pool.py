@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from pgvector.psycopg import register_vector_async
+from pgvector.psycopg.bit import register_bit_info
+from pgvector.psycopg.halfvec import register_halfvec_info
+from pgvector.psycopg.sparsevec import register_sparsevec_info
+from pgvector.psycopg.vector import register_vector_info
 from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.pq import Format
+from psycopg.types import TypeInfo
 from psycopg_pool import AsyncConnectionPool
 
 from sinks.errors import SchemaNotReadyError
@@ -31,17 +36,39 @@ class VectorArrayLoader(Loader):
         return np.frombuffer(view, dtype=">f4", count=dim, offset=4).astype(np.float32)
 
 
-async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
-    try:
-        await register_vector_async(conn)
-    except psycopg.ProgrammingError as exc:
-        raise SchemaNotReadyError(
-            "vector type not found in the database: the pgvector extension is missing "
-            "(run `memstream migrate` as a role allowed to CREATE EXTENSION vector)"
-        ) from exc
-    info = conn.adapters.types.get("vector")
-    if info is not None:
-        conn.adapters.register_loader(info.oid, VectorArrayLoader)
+#: pgvector's types, as ``pgvector.psycopg.register_vector_async`` registers them.
+_VECTOR_TYPES: tuple[tuple[str, Callable[[Any, TypeInfo], None]], ...] = (
+    ("vector", register_vector_info),
+    ("bit", register_bit_info),
+    ("halfvec", register_halfvec_info),
+    ("sparsevec", register_sparsevec_info),
+)
+
+
+class _Configure:
+    """A pool's ``configure``: each new connection knows pgvector's types, read from the
+    catalog by the pool's first connection only. ``register_vector_async`` reads them on every
+    connection, a catalog query each (four round trips, some 6 ms of a fresh backend's first
+    use), and a gateway process under load opens a dozen connections at once. The types' ids
+    hold for the database's life; an operator who drops and re-creates the extension drops
+    every vector column with it, and restarts the processes anyway (a parameter of a type id
+    that no longer exists then fails at once)."""
+
+    def __init__(self) -> None:
+        self._types: list[tuple[Callable[[Any, TypeInfo], None], TypeInfo]] | None = None
+
+    async def __call__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        if self._types is None:
+            found = [(register, await TypeInfo.fetch(conn, name)) for name, register in _VECTOR_TYPES]
+            if found[0][1] is None:
+                raise SchemaNotReadyError(
+                    "vector type not found in the database: the pgvector extension is missing "
+                    "(run `memstream migrate` as a role allowed to CREATE EXTENSION vector)"
+                )
+            self._types = [(register, info) for register, info in found if info is not None]
+        for register, info in self._types:
+            register(conn, info)
+        conn.adapters.register_loader(self._types[0][1].oid, VectorArrayLoader)
 
 
 #: A connection prepares a statement the first time it runs it (psycopg's default waits for the
@@ -76,7 +103,7 @@ def create_pool(
         min_size=min_size,
         max_size=max_size,
         open=False,
-        configure=_configure,
+        configure=_Configure(),
         kwargs={
             "application_name": f"memstream-{name}",
             "prepare_threshold": PREPARE_THRESHOLD,

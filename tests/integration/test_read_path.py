@@ -14,10 +14,12 @@ import psycopg
 import pytest
 from fastapi import FastAPI
 from pgvector.psycopg import register_vector_async
+from psycopg.types import TypeInfo
 
 from memstream.embedder.local import WordLlamaEmbedder
 from ops.demo import PROJECT
 from schemas.turns import Turn
+from sinks.postgres import pool as pool_module
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.pool import create_pool
 from sinks.postgres.tenancy import tenant_transaction
@@ -264,5 +266,34 @@ async def test_a_pool_connection_prepares_a_statement_the_first_time_it_runs_it(
             cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
             prepared = [row[0] for row in await cur.fetchall()]
         assert any("+ 41 AS answer" in statement for statement in prepared), prepared
+    finally:
+        await pool.close()
+
+
+async def test_a_pools_connections_after_the_first_read_no_catalog_for_pgvectors_types(
+    stack: RunningStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first connection reads the types (``_Configure``); the next ones only register
+    them, and read and write vectors as the first does."""
+    fetched: list[str] = []
+    fetch = TypeInfo.fetch
+
+    async def counted(conn: Any, name: str) -> Any:
+        fetched.append(name)
+        return await fetch(conn, name)
+
+    monkeypatch.setattr(pool_module.TypeInfo, "fetch", counted)
+    pool = create_pool(stack.settings.require_database_url(), name="types", min_size=1, max_size=2)
+    await pool.open(wait=True)
+    try:
+        assert sorted(fetched) == ["bit", "halfvec", "sparsevec", "vector"]
+        async with pool.connection() as first, pool.connection() as second:  # the second is a new one
+            assert first.info.backend_pid != second.info.backend_pid
+            for conn in (first, second):
+                cur = conn.cursor(binary=True)
+                await cur.execute("SELECT %s::vector", (np.array([0.5, -2.0], dtype=np.float32),))
+                row = await cur.fetchone()
+                assert row is not None and isinstance(row[0], np.ndarray) and row[0].tolist() == [0.5, -2.0]
+        assert len(fetched) == 4, "the second connection read no catalog"
     finally:
         await pool.close()
