@@ -36,6 +36,14 @@ request the gateway refuses with a 5xx (503 when its pool gives no connection wi
 is counted in ``errors`` and its wait is in the latencies (``ok`` counts the 200s). The
 queries are the user's next messages, none asked twice in a run outside ``search_repeated``
 (the gateway caches query embeddings and answers a repeated search from memory).
+
+A phase at 16 clients on a fresh stack has the gateway open about 16 Postgres connections,
+and a backend's first searches cost more than its later ones: opening it (about 9 ms of CPU
+on both sides), its first use of each table and index, and the five custom plans Postgres
+makes of each prepared statement before it settles on a generic one. ``--warm-pool K`` sends
+K untimed requests per client before each phase, of questions of their own (the timed
+questions are the same with or without them): the phase then measures a gateway that has
+been serving a while. The default (0) keeps the figures comparable with earlier ones.
 The whole stack (Postgres, Redis, broker, ingest worker, gateway) and this client share
 the machine's cores, so the figures include that contention. No facts or skills are
 loaded: the memory worker is off, so those tables are empty.
@@ -283,6 +291,20 @@ class Questions:
         return text
 
 
+class WarmUpQuestions(Questions):
+    """Questions for ``--warm-pool``'s untimed requests: drawn from their own generator (the
+    timed sequence is the same with or without them) and marked, so that none of them is a
+    question the timed requests ask (its answer would be in the cache)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(random.Random(seed))
+        self.count = 0
+
+    def __call__(self) -> str:
+        self.count += 1
+        return f"{super().__call__()} It is warm-up {self.count}."
+
+
 def search_params(ask: Questions, n: int, users: Sequence[str] = (USER,)) -> list[dict[str, str | int]]:
     return [{"user_id": ask.rng.choice(users), "q": ask(), "k": 10} for _ in range(n)]
 
@@ -302,10 +324,19 @@ REPEAT = 3
 
 
 async def measure(
-    url: str, api_key: str, ask: Questions, *, requests: int, concurrency: Sequence[int], warmup: int
+    url: str,
+    api_key: str,
+    ask: Questions,
+    *,
+    requests: int,
+    concurrency: Sequence[int],
+    warmup: int,
+    warm_pool: int = 0,
+    warm: Questions | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Both endpoints at every concurrency, and searches asked ``REPEAT`` times in a row; also
-    what the gateway said it used (model, tokenizer)."""
+    what the gateway said it used (model, tokenizer). ``warm_pool``: that many untimed
+    requests per client first, of ``warm``'s questions (``--warm-pool``)."""
     out: dict[str, Any] = {}
     used: dict[str, str] = {}
     for name, path, make, repeat in (
@@ -315,6 +346,8 @@ async def measure(
     ):
         out[name] = {}
         for n in concurrency:
+            if warm_pool and warm is not None:
+                await fire(url, api_key, path, make(warm, warm_pool * n), concurrency=n)
             await fire(url, api_key, path, make(ask, max(warmup, n)), concurrency=n)
             run = await fire(url, api_key, path, make(ask, max(1, requests // repeat)), concurrency=n, repeat=repeat)
             figures = summary(run)
@@ -355,10 +388,15 @@ async def run_tenant_scale(args: argparse.Namespace, settings: Settings, gateway
         "benchmark": "read", "mode": "tenant-scale", "users": args.users, "per_user": args.per_user,
         "memories": args.users * args.per_user, "load_s": round(load_s, 1), "vector_index": settings.vector_index,
         "gateway_workers": settings.gateway_workers,
-        "embedding_model": writers.embedder.model_name, "requests": args.requests, "cpus": os.cpu_count(),
-        "search": {},
+        "embedding_model": writers.embedder.model_name, "requests": args.requests, "warm_pool": args.warm_pool,
+        "cpus": os.cpu_count(), "search": {},
     }  # fmt: skip
+    warm = WarmUpQuestions(args.seed + 1)
     for n in args.concurrency:
+        if args.warm_pool:
+            await fire(
+                gateway_url, api_key, "/v1/search", search_params(warm, args.warm_pool * n, users), concurrency=n
+            )
         await fire(gateway_url, api_key, "/v1/search", search_params(ask, max(args.warmup, n), users), concurrency=n)
         result = await fire(gateway_url, api_key, "/v1/search", search_params(ask, args.requests, users), concurrency=n)
         if not result.bodies:
@@ -386,6 +424,7 @@ async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) ->
         "embedding_model": writers.embedder.model_name,
         "tokenizer": writers.tokens.name,
         "requests": args.requests,
+        "warm_pool": args.warm_pool,
         "concurrency": args.concurrency,
         "sessions": SESSIONS,
         "buffered_turns": BUFFERED_TURNS,
@@ -393,6 +432,7 @@ async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) ->
         "sizes": {},
     }
     loaded = 0
+    warm = WarmUpQuestions(args.seed + 1)
     for size in args.sizes:
         started = time.perf_counter()
         turns = history(tenant, rng, size - loaded - (0 if loaded else len(buffered)), now=now)
@@ -401,8 +441,9 @@ async def run(args: argparse.Namespace, settings: Settings, gateway_url: str) ->
         loaded = size
         settle(settings, writers.embedder)
         figures, used = await measure(
-            gateway_url, api_key, ask, requests=args.requests, concurrency=args.concurrency, warmup=args.warmup
-        )
+            gateway_url, api_key, ask, requests=args.requests, concurrency=args.concurrency, warmup=args.warmup,
+            warm_pool=args.warm_pool, warm=warm,
+        )  # fmt: skip
         if used["embedding_model"] != writers.embedder.model_name:
             raise RuntimeError(f"the gateway embeds with {used['embedding_model']}, the memories with another model")
         out["tokenizer"] = used["tokenizer"]
@@ -423,6 +464,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=200, help="timed requests per endpoint and concurrency")
     parser.add_argument("--concurrency", type=numbers, default=[1, 16], help="concurrent clients, one run each")
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests first (at least one per client)")
+    parser.add_argument(
+        "--warm-pool",
+        type=int,
+        default=0,
+        help="before that, this many untimed requests per client of questions of their own: the gateway's"
+        " connections and their Postgres backends are then warm, as in a gateway that has been serving a while",
+    )
     parser.add_argument("--vector-index", choices=["auto", "exact", "hnsw"], default=None)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--users", type=int, default=0, help="tenant-scale mode: this many users of one tenant")
