@@ -36,6 +36,9 @@ request the gateway refuses with a 5xx (503 when its pool gives no connection wi
 is counted in ``errors`` and its wait is in the latencies (``ok`` counts the 200s). The
 queries are the user's next messages, none asked twice in a run outside ``search_repeated``
 (the gateway caches query embeddings and answers a repeated search from memory).
+The whole stack (Postgres, Redis, broker, ingest worker, gateway) and this client share
+the machine's cores, so the figures include that contention. No facts or skills are
+loaded: the memory worker is off, so those tables are empty.
 
 A phase at 16 clients on a fresh stack has the gateway open about 16 Postgres connections,
 and a backend's first searches cost more than its later ones: opening it (about 9 ms of CPU
@@ -44,9 +47,6 @@ makes of each prepared statement before it settles on a generic one. ``--warm-po
 K untimed requests per client before each phase, of questions of their own (the timed
 questions are the same with or without them): the phase then measures a gateway that has
 been serving a while. The default (0) keeps the figures comparable with earlier ones.
-The whole stack (Postgres, Redis, broker, ingest worker, gateway) and this client share
-the machine's cores, so the figures include that contention. No facts or skills are
-loaded: the memory worker is off, so those tables are empty.
 """
 
 from __future__ import annotations
