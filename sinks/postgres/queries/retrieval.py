@@ -336,6 +336,9 @@ class TermWeights:
     selective: list[str]
     #: Candidates must hold every selective lexeme (not any): no single one is rare enough.
     all_of: bool = False
+    #: How many episodes the selective lexemes pull in together (their document frequencies'
+    #: sum; under ``all_of``, at most the rarest's).
+    pulled: int = 0
 
     def tsquery(self, owner_tag: str | None = None, *, project_id: str | None = None) -> str:
         """The selective lexemes as a tsquery; with ``owner_tag``, as the owner's lexemes
@@ -374,14 +377,14 @@ def term_weights(n_docs: int, df: dict[str, int], *, budget: int = SELECTED_ROWS
         selective.append(term)
         pulled += df[term]
     if selective:
-        return TermWeights(idf, sorted(selective))
-    return TermWeights(idf, sorted(present[:2]), all_of=len(present) > 1)
+        return TermWeights(idf, sorted(selective), pulled=pulled)
+    return TermWeights(idf, sorted(present[:2]), all_of=len(present) > 1, pulled=df[present[0]] if present else 0)
 
 
-def many_rows(weights: TermWeights, df: dict[str, int]) -> bool:
+def many_rows(weights: TermWeights) -> bool:
     """Whether the text query may read ``ALL_OF_ROWS`` rows or more: both rarest words held
     together (it reads up to that many), or selective words pulling in that many."""
-    return weights.all_of or sum(df[t] for t in weights.selective) >= ALL_OF_ROWS
+    return weights.all_of or weights.pulled >= ALL_OF_ROWS
 
 
 def tsquery_term(lexeme: str) -> str:
@@ -449,7 +452,7 @@ def _episode_text(params: dict[str, Any], terms: Terms) -> dict[str, Any] | None
         # (a context's ``all_of`` text query 3.35 -> 2.73 ms). Walking the project's long
         # postings costs the index about 0.1 ms, more than a handful of rows cost the heap, so
         # only a query that may read many rows asks for it (``many_rows``).
-        "filter": weights.tsquery(owner_tag, project_id=params.get("project_id") if many_rows(weights, df) else None),
+        "filter": weights.tsquery(owner_tag, project_id=params.get("project_id") if many_rows(weights) else None),
         "k1": BM25_K1,
         "b": BM25_B,
         "scan": ALL_OF_ROWS if weights.all_of else SELECTED_ROWS,
