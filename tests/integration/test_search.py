@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -235,6 +236,46 @@ async def test_hnsw_strategy_finds_what_exact_search_finds(stack: RunningStack, 
         with stack.owner_db() as conn:
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'episodes'")}
         assert index_name(EMBEDDER.model_name) not in names
+    finally:  # as the stack was started
+        await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)
+
+
+def numbered(statement: str) -> tuple[str, list[str]]:
+    """A psycopg statement (``%(name)s``) with Postgres's ``$n`` placeholders, and the names in order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return re.sub(r"%\((\w+)\)s", number, statement).replace("%%", "%"), names
+
+
+async def test_a_generic_plan_of_the_hnsw_list_walks_the_index(stack: RunningStack, tenant: str) -> None:
+    """Postgres may settle on a generic plan for a prepared statement after its fifth run. The
+    HNSW index is partial (one model's rows): a generic plan may use it only if the statement
+    itself names the model. With the model as a parameter, the generic plan read every row of
+    the user and sorted them (2 s a search at 100,000 episodes)."""
+    await store(stack, tenant, [{"content": f"note {i} about the valkey cache"} for i in range(6)])
+    query = (await EMBEDDER.embed(["which cache do we use"]))[0]
+    scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
+    await vector_index(stack, "hnsw", min_episodes=0)
+    try:
+        statement, names = numbered(retrieval._vector_sql("hnsw", EMBEDDER.dim, EMBEDDER.model_name))
+        assert "model" not in names, "the model is part of the statement"
+        async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+            await register_vector_async(conn)
+            await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
+            async with conn.transaction():
+                await conn.execute(retrieval._HNSW_ON, {"ef": "100"})
+                plan = await (await conn.execute(f"EXPLAIN (GENERIC_PLAN) {statement}")).fetchall()
+                assert index_name(EMBEDDER.model_name) in "\n".join(r[0] for r in plan), plan
+            exact = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, scan="exact")
+            async with conn.transaction():  # and run as a generic plan, it finds the same rows
+                await conn.execute("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+                hnsw = await vector_candidates(conn, scope, query, model=EMBEDDER.model_name, limit=6, scan="hnsw")
+        assert [c.id for c in hnsw] == [c.id for c in exact] and len(exact) == 6
     finally:  # as the stack was started
         await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)
 
