@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -49,6 +50,7 @@ from memstream.tokens import TokenCounter
 from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
 from sinks.postgres.queries.retrieval import text_match_indexable
+from sinks.postgres.queries.warmup import prime_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.postgres.vector_index import IndexWatch
 from sinks.redis.buffer import session_buffers
@@ -86,6 +88,21 @@ async def _warn_without_text_index(pool: AsyncConnectionPool) -> None:
         )
 
 
+#: How long priming waits for each of the pool's connections (Postgres may still be starting).
+PRIME_WAIT_S = 120.0
+
+
+async def _prime(pool: AsyncConnectionPool, settings: Settings, embedder: Embedder) -> None:
+    """Prime the pool's connections (``sinks/postgres/queries/warmup.py``) and say how many."""
+    started = time.perf_counter()
+    primed = await prime_pool(
+        pool, settings.gateway_pool_size, model=embedder.model_name, dim=embedder.dim,
+        text_config=settings.text_search_config, timeout_s=PRIME_WAIT_S,
+    )  # fmt: skip
+    log.info("primed %d of %d Postgres connections in %.2f s", primed, settings.gateway_pool_size,
+             time.perf_counter() - started)  # fmt: skip
+
+
 #: Net allocations of tracked objects between young-generation collections in a gateway process
 #: (CPython's default: 700).
 YOUNG_COLLECTION_EVERY = 10_000
@@ -93,14 +110,18 @@ YOUNG_COLLECTION_EVERY = 10_000
 
 def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
     """The gateway. ``server_process``: the app is all its process serves (``memstream
-    gateway``): what starting it made is then frozen out of the garbage collector's walks."""
+    gateway``): what starting it made is then frozen out of the garbage collector's walks, and
+    with ``gateway_pool_warm`` its Postgres pool opens whole and each connection is primed
+    (``sinks/postgres/queries/warmup.py``); an app in a test's process opens connections as
+    its requests need them."""
     configure_protocol(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warm = server_process and settings.gateway_pool_warm
         pool = create_pool(
-            settings.require_database_url(), name="gateway", min_size=1, max_size=settings.gateway_pool_size,
-            text_search_config=settings.text_search_config,
+            settings.require_database_url(), name="gateway", min_size=settings.gateway_pool_size if warm else 1,
+            max_size=settings.gateway_pool_size, text_search_config=settings.text_search_config,
         )  # fmt: skip
         client = redis_client(
             settings.require_redis_url(),
@@ -153,7 +174,10 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
             llms=lambda: [state.llm],
         )
         state.access.start()
-        checks = asyncio.get_running_loop().create_task(_warn_without_text_index(pool), name="text-index-check")
+        loop = asyncio.get_running_loop()
+        checks = [loop.create_task(_warn_without_text_index(pool), name="text-index-check")]
+        if warm:
+            checks.append(loop.create_task(_prime(pool, settings, embedder), name="prime-connections"))
         try:
             async with mcp.running() if mcp is not None else contextlib.nullcontext():
                 if server_process:
@@ -168,7 +192,8 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
                     gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
                 yield
         finally:
-            checks.cancel()
+            for check in checks:
+                check.cancel()
             try:
                 await state.access.stop()
                 if state.llm is not None:

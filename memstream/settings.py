@@ -372,6 +372,13 @@ class Settings(BaseSettings):
     gateway_pool_size: int = Field(
         default=16, ge=2, le=500, description="Postgres connections of one gateway process, at most."
     )
+    gateway_pool_warm: bool = Field(
+        default=True,
+        description="A gateway process (`memstream gateway`, `memstream up`) opens all gateway_pool_size "
+        "connections at start and keeps them, and runs the read path's statements once on each (read-only, as a tenant "
+        "no key can name), so that no request pays a new connection's first use (docs/benchmarks.md). "
+        "Off: connections open as requests need them.",
+    )
     gateway_max_concurrency: int = Field(
         default=1000, ge=1, description="Connections + requests in flight per gateway process; beyond, 503."
     )

@@ -31,6 +31,11 @@ def test_each_gateway_process_serves_with_its_own_pool_and_limits(stack: Running
         workers = [p for p in psutil.Process(served.process.pid).children(recursive=True)
                    if "spawn_main" in " ".join(p.cmdline())]  # fmt: skip
         assert len(workers) == 2, "two worker processes under the gateway"
+        # Before any request, each process opened (and primed) its whole pool (gateway_pool_warm).
+        deadline = time.monotonic() + 20
+        while any(postgres_connections(w, postgres_port) < 3 for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [postgres_connections(w, postgres_port) for w in workers] == [3, 3]
         headers = {"authorization": f"Bearer {key}", "connection": "close"}
         with httpx.Client(base_url=served.url, headers=headers, timeout=10) as client:
             for i in range(20):  # a new connection each time: either process may take it
