@@ -3,8 +3,9 @@ time ("last session", "yesterday") rewritten to session ids and dates first.
 
 By rules (deterministic, instant): split on ``;``, ``?`` and top-level "and"/","; a fragment
 with at most one content word ("the backend" in "the backend and timeout rules I chose") takes
-the next fragment's head and tail ("the backend rules I chose"), and a fronted modifier ("Before
-the standup," "If it fails,") stays with the clause it modifies. By an LLM when asked for
+the next fragment's head and tail ("the backend rules I chose"), a fronted modifier ("Before
+the standup," "If it fails,") stays with the clause it modifies, and a fragment that refers back
+("It is PR #336", "remember that for the cluster") stays with the clause before it. By an LLM when asked for
 (``decompose=llm``, with a Gemini key): the model returns the sub-queries.
 """
 
@@ -40,6 +41,34 @@ _OPENERS = frozenset(
 )
 
 
+#: A fragment whose subject is a pronoun refers back to the clause before it ("Why is the deploy
+#: slow? It is commit 5bfe6fb."; "..., which broke the build"; "That was in build 4216"), and so
+#: does one whose verb takes a pronoun with a preposition or nothing after it ("..., remember that
+#: for the AlloyDB cluster"; "keep it in mind"). Neither names a topic: as a sub-query it cost a
+#: whole search, and fetched memories of whatever its other words named (the cluster) as an
+#: equal topic. "which" refers back after a comma only (after "?" or ";" it asks a question of
+#: its own), and a demonstrative only as a subject ("that was ...", not "that dashboard").
+_SUBJECTS = frozenset({"it", "they"})
+_DEMONSTRATIVES = frozenset({"this", "that", "these", "those"})
+_AUXILIARIES = frozenset(
+    "is was are were be has have had will would can could should must may might do does did".split()
+)
+_OBJECTS = frozenset({"it", "this", "that", "these", "those", "them"})
+
+
+def _refers_back(fragment: str, separator: str) -> bool:
+    """Whether ``fragment``, after ``separator``, refers back to the fragment before it."""
+    words = [w.lower().strip(",.;:!?") for w in fragment.split()[:3]]
+    if not words:
+        return False
+    first, _, contracted = words[0].partition("'")  # "it's", "that's"
+    if first in _SUBJECTS or (first == "which" and separator.strip() == ","):
+        return True
+    if first in _DEMONSTRATIVES and (contracted or (len(words) > 1 and words[1] in _AUXILIARIES)):
+        return True
+    return len(words) >= 2 and words[1] in _OBJECTS and (len(words) == 2 or words[2] in _OPENERS)
+
+
 @dataclass(frozen=True)
 class Decomposition:
     method: str
@@ -61,7 +90,8 @@ def _tail_after_head(fragment: str) -> str:
 
 def _fragments(query: str) -> list[str]:
     """``query`` split at its top-level separators, a fronted modifier kept with the clause
-    after it (``_OPENERS``)."""
+    after it (``_OPENERS``), and a fragment that refers back (``_refers_back``) with the one
+    before it, joined by the separator between them."""
     pieces = _TOP_LEVEL_KEPT.split(query)  # fragment, separator, fragment, ...
     fragments: list[str] = []
     pending = ""
@@ -73,7 +103,10 @@ def _fragments(query: str) -> list[str]:
             pending = fragment + ", "
             continue
         pending = ""
-        fragments.append(fragment)
+        if fragments and fragments[-1].strip(" ,.") and _refers_back(fragment, pieces[i - 1]):
+            fragments[-1] += pieces[i - 1] + fragment
+        else:
+            fragments.append(fragment)
     return fragments
 
 

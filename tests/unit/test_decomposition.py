@@ -41,6 +41,38 @@ async def test_the_seeds_compound_question_gives_one_sub_query_per_topic() -> No
             "dark mode; after the outage, the cache eviction policy",
             ["dark mode", "after the outage, the cache eviction policy"],
         ),
+        # A fragment that refers back stays with the one before it: a pronoun subject, or a
+        # pronoun object with a preposition or nothing after it.
+        (
+            "I prefer type hints everywhere and pytest over unittest, remember that for the billing API",
+            ["I prefer type hints everywhere", "pytest over unittest, remember that for the billing API"],
+        ),
+        (
+            "Why did the deploy of the billing worker fail? It is PR #336; the dist folder was missing",
+            ["Why did the deploy of the billing worker fail? It is PR #336", "the dist folder was missing"],
+        ),
+        (
+            "the cache eviction policy; it's the one from the outage; dark mode settings",
+            ["the cache eviction policy; it's the one from the outage", "dark mode settings"],
+        ),
+        (
+            "the migration of the orders table, which broke the nightly build; rsync flags",
+            ["the migration of the orders table, which broke the nightly build", "rsync flags"],
+        ),
+        (
+            "the flaky integration tests; that was before the outage; keep it in mind for the release",
+            ["the flaky integration tests; that was before the outage; keep it in mind for the release"],
+        ),
+        # Not referring back: a question of its own, a demonstrative before a noun, a clause.
+        ("which editor do I like; which cache do we use", ["which editor do I like", "which cache do we use"]),
+        (
+            "the dark mode setting; those flaky integration tests",
+            ["the dark mode setting", "those flaky integration tests"],
+        ),
+        (
+            "deploy with rsync; remember that the dist folder must be committed",
+            ["deploy with rsync", "remember that the dist folder must be committed"],
+        ),
         # Not a modifier: a list item opening with another word, or one the comma ends with "and".
         ("dark mode, python version", ["dark mode", "python version"]),
         (
