@@ -40,13 +40,16 @@ The whole stack (Postgres, Redis, broker, ingest worker, gateway) and this clien
 the machine's cores, so the figures include that contention. No facts or skills are
 loaded: the memory worker is off, so those tables are empty.
 
-A phase at 16 clients on a fresh stack has the gateway open about 16 Postgres connections,
-and a backend's first searches cost more than its later ones: opening it (about 9 ms of CPU
-on both sides), its first use of each table and index, and the five custom plans Postgres
-makes of each prepared statement before it settles on a generic one. ``--warm-pool K`` sends
-K untimed requests per client before each phase, of questions of their own (the timed
-questions are the same with or without them): the phase then measures a gateway that has
-been serving a while. The default (0) keeps the figures comparable with earlier ones.
+A backend's first searches cost more than its later ones: opening it (about 9 ms of CPU on
+both sides), its first use of each table and index, and the five custom plans Postgres makes
+of each prepared statement before it settles on a generic one. The gateway opens and primes
+its whole pool at start (``MEMSTREAM_GATEWAY_POOL_WARM``; set it to false to measure one that
+opens connections under load, as before 2026-12-05). ``--warm-pool K`` sends K untimed requests
+per client before each phase, of questions of their own (the timed questions are the same with
+or without them): the phase then measures a gateway that has been serving a while. The default
+(0) keeps the figures comparable with earlier ones. Questions get easier as a run goes on (more
+of them name a ticket, whose rare word selects few rows): compare phases at the same place in
+the sequence only.
 """
 
 from __future__ import annotations
