@@ -9,10 +9,10 @@ search on a new connection 2-4 times the later ones, per statement). A gateway t
 connections as load arrives pays that inside the first requests of every new connection; one
 that primes them at start pays it once, before anyone waits.
 
-The tenant is ``WARM_TENANT``: no tenant id may start with "~" (``schemas.turns.TENANT_ID``, which
-keys and events are held to), so no key can act for it and row-level security shows it nothing. Nothing is written: the transaction
-is read-only (and committed, not rolled back: psycopg forgets a connection's prepared
-statements on a ROLLBACK).
+The tenant is ``WARM_TENANT``: no tenant id may start with "~" (``schemas.turns.TENANT_ID``,
+which keys and events are held to), so no key can act for it and row-level security shows it
+nothing. Nothing is written: the transaction is read-only (and committed, not rolled back:
+psycopg forgets a connection's prepared statements on a ROLLBACK).
 """
 
 from __future__ import annotations
