@@ -50,7 +50,7 @@ from memstream.tokens import TokenCounter
 from schemas.codec import turn_event_codec
 from sinks.postgres.pool import create_pool
 from sinks.postgres.queries.retrieval import text_match_indexable
-from sinks.postgres.queries.warmup import prime_pool
+from sinks.postgres.queries.warmup import SCANS, prime_pool
 from sinks.postgres.tenant_settings import PolicyCache
 from sinks.postgres.vector_index import IndexWatch
 from sinks.redis.buffer import session_buffers
@@ -98,6 +98,7 @@ async def _prime(pool: AsyncConnectionPool, settings: Settings, embedder: Embedd
     primed = await prime_pool(
         pool, settings.gateway_pool_size, model=embedder.model_name, dim=embedder.dim,
         text_config=settings.text_search_config, timeout_s=PRIME_WAIT_S,
+        scans=("exact",) if settings.vector_index == "exact" else SCANS,
     )  # fmt: skip
     log.info("primed %d of %d Postgres connections in %.2f s", primed, settings.gateway_pool_size,
              time.perf_counter() - started)  # fmt: skip
@@ -175,9 +176,9 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
         )
         state.access.start()
         loop = asyncio.get_running_loop()
-        checks = [loop.create_task(_warn_without_text_index(pool), name="text-index-check")]
+        background = [loop.create_task(_warn_without_text_index(pool), name="text-index-check")]
         if warm:
-            checks.append(loop.create_task(_prime(pool, settings, embedder), name="prime-connections"))
+            background.append(loop.create_task(_prime(pool, settings, embedder), name="prime-connections"))
         try:
             async with mcp.running() if mcp is not None else contextlib.nullcontext():
                 if server_process:
@@ -192,8 +193,8 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
                     gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
                 yield
         finally:
-            for check in checks:
-                check.cancel()
+            for task in background:
+                task.cancel()
             try:
                 await state.access.stop()
                 if state.llm is not None:

@@ -18,7 +18,9 @@ psycopg forgets a connection's prepared statements on a ROLLBACK).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ from sinks.postgres.queries.retrieval import (
     Filters,
     Probe,
     Terms,
+    VectorScan,
     candidate_lists_many,
     read_owner_totals,
     read_terms,
@@ -59,6 +62,9 @@ _FILTERS = (
 _TERMS = Terms({"memstream": 1, "warm": 2}, n_docs=1_000, owner_tag="~", in_project=1_000)
 
 
+#: The vector lists primed: both, unless the deployment never uses HNSW (``vector_index=exact``).
+SCANS: tuple[VectorScan, ...] = ("exact", "hnsw")
+
 _READ_ONLY = "SET TRANSACTION READ ONLY"
 #: An HNSW scan with iterative scans walks the whole index for a user with no rows (800 ms at
 #: 100,000 episodes): priming bounds it to the first tuple, and any statement to a few seconds.
@@ -67,10 +73,12 @@ _BOUNDED = "SELECT set_config('hnsw.max_scan_tuples', '1', true), set_config('st
 STATEMENT_TIMEOUT_MS = 5_000
 
 
-async def prime(conn: psycopg.AsyncConnection[Any], *, model: str, dim: int, text_config: str) -> None:
+async def prime(
+    conn: psycopg.AsyncConnection[Any], *, model: str, dim: int, text_config: str, scans: tuple[VectorScan, ...] = SCANS
+) -> None:
     """Run the read path's statements once on ``conn`` (not in a transaction), as
     ``WARM_TENANT``, in a read-only transaction: the totals, the query's terms, the facts of
-    a context, and each filter's candidate lists by exact scan and by HNSW."""
+    a context, and each filter's candidate lists by each of ``scans``."""
     probe = Probe(np.zeros(dim, dtype=np.float32), "warm up", _TERMS)
     async with conn.transaction():  # committed: psycopg forgets every prepared statement on a ROLLBACK
         await conn.execute(_READ_ONLY)
@@ -79,14 +87,21 @@ async def prime(conn: psycopg.AsyncConnection[Any], *, model: str, dim: int, tex
         for filters in _FILTERS:
             await read_owner_totals(await send_owner_totals(conn, filters))
             await read_terms(await send_terms(conn, filters, "warm up", config=text_config))
-            for scan in ("exact", "hnsw"):
+            for scan in scans:
                 await candidate_lists_many(conn, filters, [probe], model=model, limit=50, scan=scan,
                                            config=text_config)  # fmt: skip
         await facts_as_of(conn, user_id=WARM_USER, project_id=WARM_USER, session_id=WARM_USER)
 
 
 async def prime_pool(
-    pool: AsyncConnectionPool, count: int, *, model: str, dim: int, text_config: str, timeout_s: float
+    pool: AsyncConnectionPool,
+    count: int,
+    *,
+    model: str,
+    dim: int,
+    text_config: str,
+    timeout_s: float,
+    scans: tuple[VectorScan, ...] = SCANS,
 ) -> int:
     """Prime ``count`` of the pool's connections (``prime``), each a different one: all are
     held until every one is primed. Returns how many were; one that fails is logged and put
@@ -100,16 +115,19 @@ async def prime_pool(
                 held.append(await pool.getconn(timeout=timeout_s))
         except PoolTimeout:
             log.warning("priming the gateway's connections: got %d of %d in %.0f s", len(held), count, timeout_s)
-        done = await asyncio.gather(*(_prime_one(conn, model=model, dim=dim, text_config=text_config) for conn in held))
+        primer = functools.partial(prime, model=model, dim=dim, text_config=text_config, scans=scans)
+        done = await asyncio.gather(*(_prime_one(primer, conn) for conn in held))
     finally:
         for conn in held:
             await pool.putconn(conn)
     return sum(done)
 
 
-async def _prime_one(conn: psycopg.AsyncConnection[Any], *, model: str, dim: int, text_config: str) -> bool:
+async def _prime_one(
+    primer: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]], conn: psycopg.AsyncConnection[Any]
+) -> bool:
     try:
-        await prime(conn, model=model, dim=dim, text_config=text_config)
+        await primer(conn)
     except psycopg.Error as exc:
         log.warning("could not prime a gateway connection (it serves unprimed): %s", exc)
         return False
