@@ -82,9 +82,14 @@ class TokenCounter:
         if not lines:
             return 0
         if lines[0] == "" and len(lines) > 1:
-            return sum(self.count_many(["\n" + line for line in lines[1:]])) - (len(lines) - 2) * self._PREFIX_TOKENS
-        counts = self.count_many([lines[0], *("\n" + line for line in lines[1:])])
-        return sum(counts) - (len(lines) - 1) * self._PREFIX_TOKENS
+            return sum(self.line_costs(lines[1:])) + self._PREFIX_TOKENS
+        return self.count(lines[0]) + sum(self.line_costs(lines[1:]))
+
+    def line_costs(self, lines: Sequence[str]) -> list[int]:
+        """What each line adds to a text after a line that is not empty: its tokens and its
+        newline's (``count_joined``'s terms), one encoding per line. A prompt packed line by
+        line (``pack``) costs its first line's count plus these, exactly."""
+        return [n - self._PREFIX_TOKENS for n in self.count_many(["\n" + line for line in lines])]
 
     #: Tokens of the ``▁`` in front of every text (in ``"\\n" + line``: before the newline).
     _PREFIX_TOKENS = 1

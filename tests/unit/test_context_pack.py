@@ -21,6 +21,29 @@ def test_everything_fits_in_a_generous_budget_in_the_stable_layout() -> None:
     assert packed.tokens == TOKENS.count(packed.prompt) <= 1000
 
 
+def test_the_count_of_a_packed_prompt_is_exact_whatever_its_lines() -> None:
+    """A prompt's count is summed from its lines' (each counted once, as it follows another),
+    never from encoding the whole: it must equal the whole's count, whatever the lines hold."""
+    import random
+
+    from tests.unit.test_tokens import PINNED_LINES
+
+    rng = random.Random(20261205)
+
+    def lines(prefix: str) -> list[str]:
+        return [prefix + rng.choice(PINNED_LINES) for _ in range(rng.randint(0, 12))]
+
+    for _ in range(60):
+        budget = rng.choice([64, 200, 2000])
+        packed = pack(
+            rng.choice(["# Memory for u", "# Memory for alice (project blog, session s-1)"]),
+            {"facts": lines("- [global] "), "summary": lines("- ")[:1], "recent": lines(rng.choice(["user: ", ""])),
+             "relevant": lines("- [2026-11-01, episodic] ")},
+            budget=budget, tokens=TOKENS,
+        )  # fmt: skip
+        assert packed.tokens == TOKENS.count(packed.prompt) <= budget, packed.prompt
+
+
 def test_a_tight_budget_keeps_the_most_valuable_items_and_never_overflows() -> None:
     facts = [f"- [global] fact {i}: " + "word " * 20 for i in range(10)]
     recent = [f"user: turn {i} " + "word " * 30 for i in range(20)]  # newest first
