@@ -54,9 +54,18 @@ def gateway_app() -> Any:
     return create_app(settings, server_process=True)
 
 
+#: The tokenizer's batches in the caller's thread, in the gateway: a request encodes a few
+#: short texts (its question, a context's new lines), and spread over the Rust tokenizer's
+#: thread pool they took a fifth more CPU, with its idle threads spinning on the other core
+#: (``sched_yield``) while Postgres needed it. An operator's own setting is kept.
+GATEWAY_ENVIRONMENT = {"TOKENIZERS_PARALLELISM": "false"}
+
+
 def _gateway(_: argparse.Namespace, settings: Settings) -> int:
     from agents_gateway.metrics import MULTIPROCESS_DIR
 
+    for name, value in GATEWAY_ENVIRONMENT.items():  # before anything is encoded; inherited by its processes
+        os.environ.setdefault(name, value)
     several = settings.gateway_workers > 1
     with tempfile.TemporaryDirectory(prefix="memstream-gateway-metrics-") if several else nullcontext() as counters:
         if counters is not None:  # the processes' counters, summed by whichever answers a scrape

@@ -31,6 +31,8 @@ def test_each_gateway_process_serves_with_its_own_pool_and_limits(stack: Running
         workers = [p for p in psutil.Process(served.process.pid).children(recursive=True)
                    if "spawn_main" in " ".join(p.cmdline())]  # fmt: skip
         assert len(workers) == 2, "two worker processes under the gateway"
+        # The tokenizer encodes in the request's thread (ops/cli.py, GATEWAY_ENVIRONMENT).
+        assert all(w.environ().get("TOKENIZERS_PARALLELISM") == "false" for w in workers)
         # Before any request, each process opened (and primed) its whole pool (gateway_pool_warm).
         deadline = time.monotonic() + 20
         while any(postgres_connections(w, postgres_port) < 3 for w in workers) and time.monotonic() < deadline:
