@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -42,17 +42,54 @@ async def tenant_transaction(
 ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
     """A pooled connection in a transaction acting for one tenant.
 
-    ``pipeline``: the whole transaction in pipeline mode, so a statement is sent without
-    waiting for the one before and a round trip happens only when a result is read: BEGIN
-    and the tenant's settings travel with the first query (two round trips fewer, for a
-    read path that makes four or five). An error then surfaces when a result is read or at
-    the end, not at the statement that caused it: for reads."""
-    async with pool.connection() as conn, AsyncExitStack() as stack:
-        if pipeline:
-            await stack.enter_async_context(conn.pipeline())
-        await stack.enter_async_context(conn.transaction())
+    ``pipeline``: for reads (``read_transaction``). The whole transaction in pipeline mode, so
+    a statement is sent without waiting for the one before and a round trip happens only when
+    a result is read: the tenant's settings travel with the first query. An error surfaces
+    when a result is read or at the end, not at the statement that caused it."""
+    if pipeline:
+        async with pool.connection() as conn, read_transaction(conn, tenant_id, agent_id=agent_id, actor=actor):
+            yield conn
+        return
+    async with pool.connection() as conn, conn.transaction():
         await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
         yield conn
+
+
+@asynccontextmanager
+async def read_transaction(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, *, agent_id: str | None = None, actor: str = ""
+) -> AsyncIterator[None]:
+    """``conn`` in pipeline mode, reading for one tenant in the pipeline's implicit transaction.
+
+    Without BEGIN, Postgres runs everything sent before a Sync as one transaction, committed
+    (or, after an error, rolled back) at the Sync. psycopg sends one when the pipeline ends and
+    reads results meanwhile with a flush (``candidate_lists_many`` reads its lists so on a
+    connection in pipeline mode), so the tenant's settings, made for the transaction
+    (``set_config(..., true)``), hold for every statement of the read and end with it: a pooled
+    connection never carries them into another request. BEGIN and COMMIT were two statements of
+    a search's nine (docs/benchmarks.md, "The read as the pipeline's implicit transaction").
+
+    Reads only, and nothing in the block may end the pipeline early (``conn.pipeline()`` nested
+    in it ends with a Sync): a statement after that would see no tenant, and row-level security
+    would show it nothing."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE or conn.pgconn.pipeline_status:
+        raise RuntimeError("read_transaction() needs an idle connection, in no transaction and no pipeline")
+    await conn.set_autocommit(True)  # no BEGIN of psycopg's own: the transaction is the pipeline's
+    try:
+        async with conn.pipeline():
+            await conn.execute(_SET, (tenant_id, agent_id or "", actor))
+            yield
+    finally:
+        await _restore(conn)
+
+
+async def _restore(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``conn`` as the pool lends it (not in autocommit), or closed where it cannot be: a broken
+    connection, or one left in a transaction, is closed, and the pool drops it."""
+    if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        await conn.set_autocommit(False)
+    else:
+        await conn.close()
 
 
 #: ``idle_tenant_transaction`` lends a connection only while fewer than this many are in use:
@@ -92,11 +129,12 @@ async def idle_tenant_transaction(
         yield None
         return
     try:
-        async with AsyncExitStack() as stack:
-            if pipeline:
-                await stack.enter_async_context(conn.pipeline())
-            await stack.enter_async_context(conn.transaction())
-            await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
-            yield conn
+        if pipeline:
+            async with read_transaction(conn, tenant_id, agent_id=agent_id, actor=actor):
+                yield conn
+        else:
+            async with conn.transaction():
+                await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
+                yield conn
     finally:
         await pool.putconn(conn)

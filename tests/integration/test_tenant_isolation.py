@@ -3,6 +3,7 @@ Each must fail: the tenant comes from the key, and row-level security backs it u
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -11,9 +12,14 @@ import psycopg
 import pytest
 from fastapi import FastAPI
 
+from memstream.embedder.local import WordLlamaEmbedder
+from sinks.postgres.pool import create_pool
+from sinks.postgres.queries.retrieval import Filters, Probe, candidate_lists_many
 from sinks.postgres.tenancy import act_as, tenant_transaction
 from tests.fixtures.stack import RunningStack, WorkerHandle, client_for, eventually
 from tests.integration.helpers import count_rows, turn
+
+EMBEDDER = WordLlamaEmbedder()
 
 INJECTIONS = [
     "' OR '1'='1",
@@ -137,6 +143,70 @@ async def test_a_pooled_connection_never_carries_a_tenant_into_the_next_request(
                 " coalesce(current_setting('app.agent_id', true), '')"
             )
             assert await cur.fetchone() == ("", "")
+
+
+async def test_a_read_without_begin_holds_its_tenant_in_every_round_trip_and_leaves_nothing_behind(
+    gateway_app: FastAPI,
+) -> None:
+    """The read path's transactions (``tenant_transaction(pipeline=True)``) are the pipeline's
+    implicit one: no BEGIN, one transaction until the pipeline's Sync, the tenant's settings in
+    every round trip of it, and none of them left on the connection afterwards, nor after a
+    read that failed."""
+    pool = gateway_app.state.gateway.pool
+    seen = []
+    async with tenant_transaction(pool, "tenant-a", agent_id="agent-a", pipeline=True) as conn:
+        for _ in range(3):  # each result read is a round trip of its own (a flush, no Sync)
+            cur = await conn.execute(
+                "SELECT current_setting('app.tenant_id', true), current_setting('app.agent_id', true), now()"
+            )
+            seen.append(await cur.fetchone())
+    assert {row[:2] for row in seen} == {("tenant-a", "agent-a")}
+    assert len({row[2] for row in seen}) == 1, "one transaction (now() is its start) for every round trip"
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        async with tenant_transaction(pool, "tenant-a", agent_id="agent-a", pipeline=True) as conn:
+            await (await conn.execute("SELECT 1 / 0")).fetchone()
+    for _ in range(pool.get_stats().get("pool_size", 1) + 1):
+        async with pool.connection() as conn:
+            assert not conn.autocommit, "lent back as the pool lends it"
+            cur = await conn.execute(
+                "SELECT coalesce(current_setting('app.tenant_id', true), ''),"
+                " coalesce(current_setting('app.agent_id', true), '')"
+            )
+            assert await cur.fetchone() == ("", "")
+
+
+async def test_reads_of_two_tenants_interleaved_on_a_small_pool_each_find_their_own_only(
+    stack: RunningStack, running_worker: WorkerHandle, gateway_app: FastAPI
+) -> None:
+    """Many searches of two tenants at once over a pool of two connections: each connection
+    serves both tenants in turn, and each answer holds its own tenant's memory only."""
+    tenants = [f"iso-{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    for name in tenants:
+        async with client_for(gateway_app, stack.key(name)) as client:
+            response = await client.post(
+                "/v1/turns", json={"turns": [turn(name, "s", f"the deploy runbook of {name} says rsync", user_id="u")]}
+            )
+            assert response.status_code == 202
+    for name in tenants:
+        await eventually(lambda name=name: count_rows(stack, "episodes", name) == 1)
+    pool = create_pool(stack.settings.require_database_url(), name="interleave-test", min_size=2, max_size=2)
+    await pool.open(wait=True)
+
+    async def contents(name: str, i: int) -> set[str]:
+        scope = Filters(tenant_id=name, user_id="u")
+        (query,) = await EMBEDDER.embed([f"how do we deploy {i}"])
+        async with tenant_transaction(pool, name, pipeline=True) as conn:
+            ((near, matched),) = await candidate_lists_many(
+                conn, scope, [Probe(query, f"deploy runbook {i}")], model=EMBEDDER.model_name, limit=5, scan="exact"
+            )
+        return {c.content for c in (*near, *matched)}
+
+    try:
+        found = await asyncio.gather(*(contents(tenants[i % 2], i) for i in range(40)))
+    finally:
+        await pool.close()
+    for i, contents_found in enumerate(found):
+        assert contents_found == {f"the deploy runbook of {tenants[i % 2]} says rsync"}, i
 
 
 async def test_agent_private_memory_is_invisible_to_other_agents(

@@ -18,6 +18,7 @@ import math
 import re
 import uuid
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import zip_longest
@@ -658,6 +659,14 @@ async def _send_text(job: _Lists) -> None:
     await job.terms.execute(_episode_text_sql(query.pop("lexemes"), query.pop("broad_project")), query)
 
 
+def _batch(conn: psycopg.AsyncConnection[Any]) -> AbstractAsyncContextManager[Any]:
+    """Statements sent together and their results read in one round trip: in a pipeline of
+    their own, or, on a connection in pipeline mode already, in the caller's, read with a
+    flush. Not a pipeline nested in the caller's: its end is a Sync, which would end a read
+    without BEGIN (``sinks.postgres.tenancy.read_transaction``) and its tenant's settings."""
+    return nullcontext() if conn.pgconn.pipeline_status else conn.pipeline()
+
+
 async def candidate_lists(
     conn: psycopg.AsyncConnection[Any],
     filters: Filters,
@@ -719,7 +728,7 @@ async def candidate_lists_many(
     unknown = [j for j in jobs if episodes and j.probe.text is not None and j.probe.terms is None]
     ready = [j for j in jobs if j.text_query is not None]
     planned = False
-    async with conn.pipeline():
+    async with _batch(conn):
         for job in jobs:  # first: planned as usual
             if small and job.lists:
                 await job.small.execute(_small_sql(small, job.lists), job.params)
@@ -756,7 +765,7 @@ async def candidate_lists_many(
         if job.text_query is not None:
             later.append(job)
     if later:
-        async with conn.pipeline():  # the second round trip, the text queries of the probes above
+        async with _batch(conn):  # the second round trip, the text queries of the probes above
             if not planned:
                 await conn.execute(_PLAN_TEXT)
             for job in later:
