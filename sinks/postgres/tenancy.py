@@ -46,13 +46,22 @@ async def tenant_transaction(
     a statement is sent without waiting for the one before and a round trip happens only when
     a result is read: the tenant's settings travel with the first query. An error surfaces
     when a result is read or at the end, not at the statement that caused it."""
-    if pipeline:
-        async with pool.connection() as conn, read_transaction(conn, tenant_id, agent_id=agent_id, actor=actor):
-            yield conn
-        return
-    async with pool.connection() as conn, conn.transaction():
-        await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
+    async with pool.connection() as conn, _acting(conn, tenant_id, agent_id, actor, pipeline=pipeline):
         yield conn
+
+
+@asynccontextmanager
+async def _acting(
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, agent_id: str | None, actor: str, *, pipeline: bool
+) -> AsyncIterator[None]:
+    """``conn`` in a transaction for the tenant: a read's (``read_transaction``) or an explicit one."""
+    if pipeline:
+        async with read_transaction(conn, tenant_id, agent_id=agent_id, actor=actor):
+            yield
+    else:
+        async with conn.transaction():
+            await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
+            yield
 
 
 @asynccontextmanager
@@ -129,12 +138,7 @@ async def idle_tenant_transaction(
         yield None
         return
     try:
-        if pipeline:
-            async with read_transaction(conn, tenant_id, agent_id=agent_id, actor=actor):
-                yield conn
-        else:
-            async with conn.transaction():
-                await act_as(conn, tenant_id, agent_id=agent_id, actor=actor)
-                yield conn
+        async with _acting(conn, tenant_id, agent_id, actor, pipeline=pipeline):
+            yield conn
     finally:
         await pool.putconn(conn)
