@@ -154,3 +154,26 @@ async def test_the_pool_lends_the_connection_returned_last(stack: RunningStack) 
             assert (outer, inner) == (third, second)
     finally:
         await pool.close()
+
+
+async def test_a_pools_connections_read_times_in_utc_whatever_the_servers_zone(stack: RunningStack) -> None:
+    """Every pool's connections run in the time zone UTC (``create_pool``): a time comes back as
+    the same instant in ``datetime.timezone.utc``, not in a ``ZoneInfo`` of the server's
+    default (the embedded server's is ``Etc/UTC``), which made reading a time several times
+    dearer. A plain connection shows the server's own zone for comparison."""
+    url = stack.settings.require_database_url()
+    instant = datetime(2026, 12, 6, 5, 0, 0, 123456, tzinfo=UTC)
+    async with await psycopg.AsyncConnection.connect(url, options="-c TimeZone=Europe/Paris") as plain:
+        cur = await plain.execute("SELECT %s::timestamptz", (instant,))
+        (elsewhere,) = await cur.fetchone() or (None,)
+    assert elsewhere == instant and elsewhere.utcoffset().total_seconds() == 3600
+    pool = create_pool(url, name="zone-test", min_size=1, max_size=1)
+    await pool.open(wait=True)
+    try:
+        async with pool.connection() as conn:
+            cur = await conn.execute("SELECT current_setting('TimeZone'), %s::timestamptz", (instant,))
+            zone, read = await cur.fetchone() or (None, None)
+    finally:
+        await pool.close()
+    assert zone == "UTC"
+    assert read == instant and read.tzinfo is UTC
