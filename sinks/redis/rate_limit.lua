@@ -1,9 +1,13 @@
 -- Token buckets (per API key, tenant or client address), taken together or not at all.
 -- KEYS[i] a bucket (hash: tokens, at); ARGV[1] now (s, float); ARGV[2i], ARGV[2i+1] the
--- rate (tokens/s) and burst (max tokens) of KEYS[i].
--- Returns {0, "0"} when one token was taken from every bucket, else {i, seconds until
--- KEYS[i] has a token} for the first bucket without one (and nothing is taken from any).
+-- rate (tokens/s) and burst (max tokens) of KEYS[i]; ARGV[2n+2] (optional) a lease: that many
+-- tokens more to take from every bucket for the caller to spend without asking, taken only
+-- when every bucket keeps at least half its burst after them (else none).
+-- Returns {0, "0", leased} when one token (and the lease) was taken from every bucket, else
+-- {i, seconds until KEYS[i] has a token, 0} for the first bucket without one (and nothing is
+-- taken from any).
 local now = tonumber(ARGV[1])
+local lease = tonumber(ARGV[2 * #KEYS + 2]) or 0
 local tokens = {}
 local refused = 0
 local wait = 0
@@ -19,15 +23,21 @@ for i, key in ipairs(KEYS) do
     refused = i
     wait = (1 - t) / rate
   end
+  if t - 1 - lease < burst / 2 then
+    lease = 0
+  end
+end
+if refused ~= 0 then
+  lease = 0
 end
 for i, key in ipairs(KEYS) do
   local rate = tonumber(ARGV[2 * i])
   local burst = tonumber(ARGV[2 * i + 1])
   local t = tokens[i]
   if refused == 0 then
-    t = t - 1
+    t = t - 1 - lease
   end
   redis.call('HSET', key, 'tokens', tostring(t), 'at', tostring(now))
   redis.call('EXPIRE', key, math.ceil(burst / rate) + 1)
 end
-return {refused, tostring(wait)}
+return {refused, tostring(wait), lease}
