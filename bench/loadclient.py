@@ -64,7 +64,8 @@ class Connection:
         target = self.prefix + path + (f"?{urlencode(params)}" if params else "")
         request = f"GET {target} HTTP/1.1\r\n".encode() + self._head
         try:
-            return await asyncio.wait_for(self._exchange(request), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):  # not ``wait_for``: no task a request
+                return await self._exchange(request)
         except BaseException:
             await self.close()  # whatever was half read is unusable
             raise
