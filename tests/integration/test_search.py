@@ -286,6 +286,34 @@ async def test_a_generic_plan_of_the_hnsw_list_walks_the_index(stack: RunningSta
         await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)
 
 
+async def test_the_text_query_reaches_the_users_rows_through_their_lexemes_only(stack: RunningStack, tenant: str) -> None:
+    """The episodes' text query finds its rows through the owner's lexemes (``owner_tsv``), and
+    checks the user on those rows only (``_OF_USER_UNINDEXED``): the planner intersected the
+    lexemes' bitmap with one of every row of the user from ``episodes_owner``, a third of the
+    query at a thousand episodes. Index scans only, so that a small table's sequential scan
+    does not hide which index the planner would take (for this small tenant, its rows by the
+    tenant alone); the same hits either way."""
+    others = [{"content": f"note {i} about the weather", "user": "u2" if i % 2 else "u1"} for i in range(60)]
+    rare = await store(stack, tenant, [*others, {"content": "the valkey cache moved to another zone"}])
+    scope = Filters(tenant_id=tenant, user_id="u1", memory_types=("episodic",))
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await conn.execute("SELECT set_config('app.tenant_id', %s, false)", (tenant,))
+        terms = await retrieval.read_terms(await retrieval.send_terms(conn, scope, "where did the valkey cache go"))
+        query = retrieval._episode_text({**scope.params(), "limit": 10, "config": "english"}, terms)
+        assert query is not None
+        statement = retrieval._episode_text_sql(query.pop("lexemes"), query.pop("broad_project"))
+        async with conn.transaction():
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            explain = psycopg.AsyncClientCursor(conn)
+            await explain.execute(f"EXPLAIN {statement}", query)
+            plan = [str(r[0]) for r in await explain.fetchall()]
+            found = psycopg.AsyncClientCursor(conn)
+            await found.execute(statement, query)
+            hits = [r[0] for r in await found.fetchall()]
+    assert not any("Index Cond" in line and "user_id" in line for line in plan), plan
+    assert hits == [rare[-1]]
+
+
 async def test_a_rare_word_outweighs_a_name_on_every_turn(stack: RunningStack, tenant: str) -> None:
     chatter = [f"Caroline: Caroline here, just chatting about day {i}, Caroline again." for i in range(60)]
     poetry, *_ = await store(stack, tenant, [

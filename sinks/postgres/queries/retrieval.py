@@ -92,9 +92,18 @@ _IN_PROJECT = "(%(project_id)s::text IS NULL OR project_id = %(project_id)s OR p
 _IN_PROJECT_UNINDEXED = "(%(project_id)s::text IS NULL OR coalesce(project_id, %(project_id)s) = %(project_id)s)"
 
 
-def _episode_where(in_project: str = _IN_PROJECT) -> str:
+#: The user's rows.
+_OF_USER = "user_id = %(user_id)s"
+#: The same rows, named so that no index can serve the condition: the text query finds them
+#: through the owner's lexemes (``owner_tsv``, which only the user's rows hold), and the planner
+#: intersected that index's bitmap with ``episodes_owner``'s of every row of the user: at a
+#: thousand episodes, a third of the query's execution (0.62 -> 0.40 ms, the same rows).
+_OF_USER_UNINDEXED = "coalesce(user_id, '') = %(user_id)s"
+
+
+def _episode_where(in_project: str = _IN_PROJECT, of_user: str = _OF_USER) -> str:
     return f"""
-    tenant_id = %(tenant_id)s AND user_id = %(user_id)s
+    tenant_id = %(tenant_id)s AND {of_user}
     AND {in_project}
     AND (expires_at IS NULL OR expires_at > now()) AND archived_at IS NULL
     AND memory_type = ANY(%(episode_types)s::text[])
@@ -423,7 +432,7 @@ BROAD_PROJECT_SHARE = 0.2
 def _episode_text_sql(lexemes: int, broad_project: bool = False) -> str:
     """The episodes' text query for ``lexemes`` lexemes scored row by row (on top of ``base``);
     ``broad_project``: the project filter is not for an index (``BROAD_PROJECT_SHARE``)."""
-    where = _episode_where(_IN_PROJECT_UNINDEXED) if broad_project else _EPISODE_WHERE
+    where = _episode_where(_IN_PROJECT_UNINDEXED if broad_project else _IN_PROJECT, _OF_USER_UNINDEXED)
     score = sql.SQL(" + ").join(
         [
             sql.SQL("%(base)s::float8"),
