@@ -286,7 +286,9 @@ async def test_a_generic_plan_of_the_hnsw_list_walks_the_index(stack: RunningSta
         await vector_index(stack, stack.settings.vector_index, min_episodes=stack.settings.hnsw_min_episodes)
 
 
-async def test_the_text_query_reaches_the_users_rows_through_their_lexemes_only(stack: RunningStack, tenant: str) -> None:
+async def test_the_text_query_reaches_the_users_rows_through_their_lexemes_only(
+    stack: RunningStack, tenant: str
+) -> None:
     """The episodes' text query finds its rows through the owner's lexemes (``owner_tsv``), and
     checks the user on those rows only (``_OF_USER_UNINDEXED``): the planner intersected the
     lexemes' bitmap with one of every row of the user from ``episodes_owner``, a third of the
