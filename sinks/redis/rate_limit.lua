@@ -9,6 +9,7 @@
 local now = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2 * #KEYS + 2]) or 0
 local tokens = {}
+local ats = {}
 local refused = 0
 local wait = 0
 for i, key in ipairs(KEYS) do
@@ -19,6 +20,11 @@ for i, key in ipairs(KEYS) do
   local at = tonumber(state[2]) or now
   t = math.min(burst, t + math.max(0, now - at) * rate)
   tokens[i] = t
+  -- A request that took its time before the last one came (another process, or a task that
+  -- waited for a connection) counts at the bucket's time: refilled up to there, it must not
+  -- set the bucket's time back, or the next request would be refilled for that stretch again
+  -- (two gateway processes let 15 % more than the rate through so).
+  ats[i] = math.max(at, now)
   if t < 1 and refused == 0 then
     refused = i
     wait = (1 - t) / rate
@@ -37,7 +43,7 @@ for i, key in ipairs(KEYS) do
   if refused == 0 then
     t = t - 1 - lease
   end
-  redis.call('HSET', key, 'tokens', tostring(t), 'at', tostring(now))
+  redis.call('HSET', key, 'tokens', tostring(t), 'at', tostring(ats[i]))
   redis.call('EXPIRE', key, math.ceil(burst / rate) + 1)
 end
 return {refused, tostring(wait), lease}

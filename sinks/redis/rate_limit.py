@@ -54,10 +54,19 @@ class _Lease:
 
 
 class RateLimiter:
-    def __init__(self, client: aioredis.Redis, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        """``clock``: this process's leases' time; ``wall``: the buckets' time, which every
+        process sharing them reads alike (the script never sets a bucket's time back)."""
         self.client = client
         self._script = client.register_script(resources.files("sinks.redis").joinpath("rate_limit.lua").read_text())
         self._clock = clock
+        self._wall = wall
         self._leases: dict[tuple[str, ...], _Lease] = {}
         #: Requests answered from a lease, and requests that asked Redis.
         self.leased = 0
@@ -97,7 +106,7 @@ class RateLimiter:
             del self._leases[next(iter(self._leases))]
 
     async def _take(self, buckets: Sequence[tuple[str, float, float]], lease: int = 0) -> tuple[int, float, int]:
-        args: list[str | float] = [f"{time.time():.6f}"]
+        args: list[str | float] = [f"{self._wall():.6f}"]
         for _, rate, burst in buckets:
             args += [rate, burst]
         refused, wait, leased = await self._script(keys=[key for key, _, _ in buckets], args=[*args, lease])

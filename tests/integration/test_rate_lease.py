@@ -5,6 +5,7 @@ on one Redis stand for two gateway processes."""
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import AsyncIterator
 
@@ -137,3 +138,32 @@ async def test_an_address_is_never_leased(client: aioredis.Redis) -> None:
         clock.now += 0.001
         assert (await limiter.take("addr", subject, rate_per_s=0.001, burst=100)).allowed
     assert limiter.leased == 0
+
+
+async def test_requests_counted_out_of_order_are_not_refilled_twice(client: aioredis.Redis) -> None:
+    """Two gateway processes (or two tasks of one) read the time, then reach Redis in either
+    order. A late request used to set its bucket's time back, and the next one was refilled for
+    that stretch again: a red team's load through two gateway processes got 15 % over the rate. Whatever
+    the order, what is admitted stays within the burst and the rate over the time spanned."""
+    rng = random.Random(20261206)
+    wall = Wall()
+    limiter = RateLimiter(client, wall=wall)
+    rate, burst = 10.0, 10.0
+    key, tenant = buckets(rate=rate, burst=burst)
+    pair = [key, Bucket(tenant.key, 1e6, 1e6)]
+    admitted, start = 0, 1_000.0
+    for step in range(600):
+        base = start + step * 0.005  # 200 requests a second, each read up to 30 ms early
+        wall.now = base - rng.uniform(0.0, 0.03)
+        admitted += (await limiter.take_all(pair))[0] == -1
+    span = (start + 599 * 0.005) - (start - 0.03)
+    assert admitted <= burst + rate * span + 1, (admitted, burst + rate * span)
+    assert admitted >= rate * span - burst, "the bucket still refills"
+
+
+class Wall:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
