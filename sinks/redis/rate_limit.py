@@ -45,9 +45,7 @@ class Verdict:
 
 @dataclass
 class _Lease:
-    #: Which buckets, at which rates and bursts: a lease holds for those only.
-    buckets: tuple[Bucket, ...]
-    #: When this process last took a token of these buckets (from Redis or from the lease).
+    #: When this process last took a token of its buckets (from Redis or from the lease).
     seen: float
     left: int = 0
     until: float = 0.0
@@ -67,7 +65,8 @@ class RateLimiter:
         self._script = client.register_script(resources.files("sinks.redis").joinpath("rate_limit.lua").read_text())
         self._clock = clock
         self._wall = wall
-        self._leases: dict[tuple[str, ...], _Lease] = {}
+        #: By buckets, rates and bursts included: a lease holds for the limits it was taken under.
+        self._leases: dict[tuple[Bucket, ...], _Lease] = {}
         #: Requests answered from a lease, and requests that asked Redis.
         self.leased = 0
         self.asked = 0
@@ -82,10 +81,8 @@ class RateLimiter:
         """Take one token from every bucket or from none, in one round trip (or from this
         process's lease of them); the index of the first bucket without a token (-1 when none)
         and the verdict. The buckets must share a Redis Cluster slot (``principal_bucket_keys``)."""
-        names, now = tuple(b.key for b in buckets), self._clock()
-        held = self._leases.get(names)
-        if held is not None and held.buckets != tuple(buckets):
-            held = None  # the key's or the tenant's limit changed: a lease of the old ones is not spent
+        limits, now = tuple(buckets), self._clock()
+        held = self._leases.get(limits)
         if held is not None and held.left > 0 and now < held.until:
             held.left -= 1
             held.seen = now
@@ -94,14 +91,14 @@ class RateLimiter:
         lease = LEASE if held is not None and now - held.seen < BUSY_S else 0
         self.asked += 1
         refused, wait, leased = await self._take([(b.key, b.rate_per_s, b.burst) for b in buckets], lease)
-        self._remember(names, _Lease(tuple(buckets), now, leased, now + LEASE_S))
+        self._remember(limits, _Lease(now, leased, now + LEASE_S))
         return refused - 1, Verdict(refused == 0, wait)
 
-    def _remember(self, names: tuple[str, ...], lease: _Lease) -> None:
-        held = self._leases.pop(names, None)
-        if held is not None and held.buckets == lease.buckets and held.until > lease.seen:
+    def _remember(self, limits: tuple[Bucket, ...], lease: _Lease) -> None:
+        held = self._leases.pop(limits, None)
+        if held is not None and held.until > lease.seen:
             lease.left += held.left  # a request that asked meanwhile: its tokens are spent too
-        self._leases[names] = lease  # the newest last: the oldest go first
+        self._leases[limits] = lease  # the newest last: the oldest go first
         while len(self._leases) > MAX_TRACKED:
             del self._leases[next(iter(self._leases))]
 
@@ -109,5 +106,6 @@ class RateLimiter:
         args: list[str | float] = [f"{self._wall():.6f}"]
         for _, rate, burst in buckets:
             args += [rate, burst]
-        refused, wait, leased = await self._script(keys=[key for key, _, _ in buckets], args=[*args, lease])
+        args.append(lease)
+        refused, wait, leased = await self._script(keys=[key for key, _, _ in buckets], args=args)
         return int(refused), float(wait), int(leased)
