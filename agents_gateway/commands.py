@@ -50,9 +50,20 @@ as a path) or is find's ``-exec`` family — each with that part replaced by a n
 A pattern that still matches the replaced text is not about that part (``pytest.*`` in
 ``bash -c evilcmd pytest``), so it does not allow the fragment.
 
-Normalisation (for matching only; the command is audited as sent): NFKC, so full-width and
-other compatibility forms read as their plain letters, then every run of whitespace (tabs,
-NBSP and the other Unicode spaces) as one space — ``rm<TAB>-rf`` is ``rm -rf``.
+Two views of a line are judged (the command is audited as sent):
+
+- **as normalised** (``normalise``, ``parts``): NFKC, so full-width and other compatibility
+  forms read as their plain letters, then every run of whitespace (tabs, NBSP and the other
+  Unicode spaces) as one space — ``rm<TAB>-rf`` and ``\uff52\uff4d -rf`` are ``rm -rf``. A BLOCK rule
+  that matches this view blocks. It is never what an ALLOW rule allows: a shell does not
+  normalise, and runs a program literally named ``\uff4c\uff53`` (full-width) as it is;
+- **as sent** (``as_sent``, ``sent_parts``): the line the shell reads, cut at the same
+  characters, with only its runs of blanks (space, tab: what a shell splits words at) as one
+  space. A BLOCK rule that matches it blocks too, and it alone is what ALLOW rules allow:
+  every fragment of it must be allowed. A fragment holding a character outside printable
+  ASCII (a non-ASCII letter, a look-alike, NBSP or another unusual space, a format
+  character) is allowed only by a rule whose pattern holds that very character
+  (``Fragment.unusual``): normalisation can only add refusals.
 """
 
 from __future__ import annotations
@@ -74,8 +85,22 @@ _SPACES = re.compile(r"\s+")
 
 
 def normalise(command: str) -> str:
-    """The command as rules see it: NFKC, whitespace runs as one space, trimmed."""
+    """The command as BLOCK rules also see it: NFKC, whitespace runs as one space, trimmed."""
     return _SPACES.sub(" ", unicodedata.normalize("NFKC", command)).strip()
+
+
+#: The blanks a shell splits words at (line breaks cut; every other space is a character).
+_BLANKS = re.compile(r"[ \t]+")
+
+
+def _blanks_as_one(text: str) -> str:
+    return _BLANKS.sub(" ", text).strip(" ")
+
+
+def as_sent(command: str) -> str:
+    """The command as the shell reads it: nothing normalised but its runs of blanks (space,
+    tab) as one space, trimmed of them (NBSP and the other Unicode spaces stay)."""
+    return _blanks_as_one(command)
 
 
 def _redirect_ampersand(text: str, i: int) -> bool:
@@ -118,6 +143,18 @@ def parts(command: str) -> list[str]:
             if part:
                 found.append(part)
     return found
+
+
+def sent_parts(command: str) -> list[str]:
+    """The fragments of a command line as the shell reads them, in order: the line cut where
+    a shell would cut it, each fragment's blanks as one space (``as_sent``)."""
+    return [part for part in map(_blanks_as_one, _cut(command)) if part]
+
+
+def unusual(part: str) -> frozenset[str]:
+    """The characters of ``part`` outside printable ASCII: non-ASCII letters, look-alikes,
+    unusual spaces, format characters (a shell reads each as itself)."""
+    return frozenset(ch for ch in part if not " " <= ch <= "~" and ch != "\t")
 
 
 # --- what an ALLOW rule cannot see ---------------------------------------------------------
@@ -197,6 +234,13 @@ class Fragment:
     #: For each part an ALLOW rule must name: the fragment with that part replaced by a
     #: neutral word. A pattern that still matches it is not about that part.
     unnamed: tuple[tuple[Unnamed, str], ...]
+    #: Its characters outside printable ASCII (``unusual``): an ALLOW rule must hold each of
+    #: them in its pattern to allow it.
+    unusual: frozenset[str] = frozenset()
+
+    def names_unusual(self, pattern: str) -> bool:
+        """Whether ``pattern`` holds every unusual character of this fragment itself."""
+        return all(ch in pattern for ch in self.unusual)
 
 
 def _replaced(text: str, spans: list[tuple[int, int]], kind: Unnamed) -> str:
@@ -246,4 +290,4 @@ def analyse(part: str) -> Fragment:
         unnamed.append(("assignments", _replaced(part, assignments, "assignments")))
     if runners:
         unnamed.append(("runner", _replaced(part, runners, "runner")))
-    return Fragment(part, expansion(part), tuple(unnamed))
+    return Fragment(part, expansion(part), tuple(unnamed), unusual(part))

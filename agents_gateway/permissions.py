@@ -6,16 +6,18 @@
 ALLOW or BLOCK pattern that matches decides;
 otherwise PENDING: a human must confirm. Read-only memory tools are pre-approved.
 
-Patterns are matched against the command normalised (NFKC, whitespace runs as one space)
-and cut into fragments at every character where a shell could start another command,
-regardless of quotes (``commands.py``): the whole line and each fragment get their first
-matching rule; a BLOCK for any of them blocks, and the line is allowed only when every
-fragment is (``pytest --timeout=30 && rm -rf /data`` is not allowed by an ALLOW rule for
-pytest). An ALLOW rule never allows a fragment that holds an expansion (``$``, a backtick,
-history ``!``: bash can run code through any of them), nor one whose program, assignments
-before it, or shells (and find ``-exec``) its pattern does not name (``commands.analyse``);
-it is passed over, and a later rule decides. A reason names fragments by position, never
-by their text.
+Patterns are matched against two views of the command (``commands.py``), each cut into
+fragments at every character where a shell could start another command, regardless of
+quotes: the command as sent (only its blanks as one space) and the command normalised (NFKC,
+whitespace runs as one space). The whole line and each fragment of each view get their
+first matching rule; a BLOCK for any of them blocks, and the line is allowed only when every
+fragment *as sent* is (``pytest --timeout=30 && rm -rf /data`` is not allowed by an ALLOW
+rule for pytest, nor a full-width ``\uff4c\uff53 -la`` by one for ls: normalisation only adds
+refusals). An ALLOW rule never allows a fragment that holds an expansion (``$``, a
+backtick, history ``!``: bash can run code through any of them), nor one whose program,
+assignments before it, shells (and find ``-exec``) or characters outside printable ASCII its
+pattern does not name (``commands.analyse``); it is passed over, and a later rule decides. A
+reason names fragments by position, never by their text.
 
 Patterns are RE2 (no backtracking), validated when stored: at most ``MAX_PATTERN_CHARS``
 characters, counted repetitions (``{n,m}``) up to ``MAX_REPEAT``, and at most
@@ -53,7 +55,7 @@ import psycopg
 import re2
 import redis.asyncio as aioredis
 
-from agents_gateway.commands import MAX_PARTS, Unnamed, analyse, normalise, parts
+from agents_gateway.commands import MAX_PARTS, Unnamed, analyse, as_sent, normalise, parts, sent_parts
 from memstream.privacy import DEFAULT_POLICY, PrivacyPolicy, redact
 from sinks.postgres.audit import append_audit
 from sinks.postgres.rules import Rule, rules_for
@@ -339,8 +341,8 @@ async def _match(
 
 
 #: Why no ALLOW rule allows a text: it holds an expansion, or the ALLOW rules that match it
-#: do not name a part of it that runs (``commands.analyse``).
-Refusal = Literal["expansion"] | Unnamed
+#: do not name a part of it that runs (``commands.analyse``) or its unusual characters.
+Refusal = Literal["expansion", "unusual"] | Unnamed
 
 _REFUSALS: dict[Refusal, str] = {
     "expansion": "holds a shell expansion ($, a backtick or !), through which a shell can run code"
@@ -348,6 +350,8 @@ _REFUSALS: dict[Refusal, str] = {
     "program": "is matched by an ALLOW rule that does not name its program",
     "assignments": "is matched by an ALLOW rule that does not name the variables it sets before its program",
     "runner": "is matched by an ALLOW rule that does not name the shell (or find -exec) it runs",
+    "unusual": "holds characters a shell reads as they are (non-ASCII letters, look-alikes, unusual spaces)"
+    " that no ALLOW rule matching it names",
 }
 
 
@@ -371,7 +375,8 @@ def _first_matches(rules: Sequence[Rule], texts: Sequence[str], budget_s: float)
     (``commands.analyse``). An ALLOW rule that may not allow a text is passed over, so a
     later rule decides it. The budget, for all texts together, is checked before each search
     (those of the replaced texts included): one search is bounded by the pattern limits, not
-    interrupted."""
+    interrupted. An ALLOW rule whose pattern does not hold every character of the text
+    outside printable ASCII is passed over too (``Fragment.unusual``)."""
     deadline = time.monotonic() + budget_s
     first: list[Rule | None] = []
     refused: list[Refusal | None] = []
@@ -392,6 +397,9 @@ def _first_matches(rules: Sequence[Rule], texts: Sequence[str], budget_s: float)
             except PatternError:
                 continue  # stored before validation tightened: never matches, never crashes
             if compiled.search(text) is None:
+                continue
+            if allow and not fragment.names_unusual(rule.pattern):
+                why = why or "unusual"
                 continue
             if allow:
                 unnamed: Unnamed | None = None
@@ -420,37 +428,64 @@ def _rule_verdict(rule: Rule, reason: str = "") -> Verdict:
     return Verdict(rule.effect, tier, f"{where} rule /{shown}/{reason}", rule_id=rule.rule_id)
 
 
-def _judge(
-    whole: str, pieces: Sequence[str], first: Sequence[Rule | None], refused: Sequence[Refusal | None]
-) -> Verdict:
-    """BLOCK when the whole line or any fragment is blocked; ALLOW only when every fragment
-    is allowed (a line without cuts is one fragment: itself); PENDING otherwise. Each text
-    has its own first deciding rule (project rules before global ones, in order,
-    ``_first_matches``), so a fragment an ALLOW rule decides is allowed whatever else its
-    program does with its arguments. A reason names a fragment by its position, never by
-    its text: a command's secrets and personal data are not repeated."""
-    single = pieces == [whole]
-    by_part = list(first) if single else list(first[1:])
-    why = list(refused) if single else list(refused[1:])
-    count = len(by_part)
-    for index, rule in enumerate(first):
-        if rule is not None and rule.effect == "BLOCK":
-            return _rule_verdict(rule, "" if index == 0 else f" (on fragment {index} of {count} of the command)")
-    if by_part and all(rule is not None and rule.effect == "ALLOW" for rule in by_part):
-        allowed = by_part[0]
+@dataclass(frozen=True)
+class _View:
+    """One view of a command (as sent, or normalised): the whole line and its fragments."""
+
+    whole: str
+    pieces: list[str]
+
+    @property
+    def texts(self) -> list[str]:
+        """What is matched: the line, then its fragments (a line without cuts is one text)."""
+        return [self.whole] if self.pieces == [self.whole] else [self.whole, *self.pieces]
+
+    def where(self, index: int) -> str:
+        """How a reason names ``pieces[index]``: by position, never by its text."""
+        count = len(self.pieces)
+        return "the command" if count == 1 else f"fragment {index + 1} of {count} of the command"
+
+
+def _views(command: str) -> tuple[_View, _View]:
+    """The command normalised (what BLOCK rules also see), and as sent (what ALLOW rules allow)."""
+    return _View(normalise(command), parts(command)), _View(as_sent(command), sent_parts(command))
+
+
+def _judge(normal: _View, sent: _View, first: dict[str, Rule | None], refused: dict[str, Refusal | None]) -> Verdict:
+    """BLOCK when the whole line or any fragment of either view is blocked; ALLOW only when
+    every fragment as sent is allowed (a line without cuts is one fragment: itself); PENDING
+    otherwise. Each text has its own first deciding rule (project rules before global ones,
+    in order, ``_first_matches``), so a fragment an ALLOW rule decides is allowed whatever
+    else its program does with its arguments. A reason names a fragment by its position (in
+    the normalised view when one of its fragments is not allowed: its cuts are the finer),
+    never by its text: a command's secrets and personal data are not repeated."""
+    for view in (normal, sent):
+        for index, text in enumerate(view.texts):
+            rule = first[text]
+            if rule is not None and rule.effect == "BLOCK":
+                on = "" if index == 0 else f" (on fragment {index} of {len(view.pieces)} of the command)"
+                return _rule_verdict(rule, on)
+    if sent.pieces and all(_allows(first[piece]) for piece in sent.pieces):
+        allowed = first[sent.pieces[0]]
         assert allowed is not None
-        others = f" (and every other of the {count} fragments)"
-        return _rule_verdict(allowed, "" if count == 1 else others)
-    denied = next((i for i, rule in enumerate(by_part) if rule is None), None)
-    if denied is None:
-        return Verdict("PENDING", "none", "no rule matches: a human must confirm")
-    what = "the command" if count == 1 else f"fragment {denied + 1} of {count} of the command"
-    refusal = why[denied]
-    if refusal is not None:
-        return Verdict("PENDING", "none", f"{what} {_REFUSALS[refusal]}: a human must confirm")
-    if count > 1:
-        return Verdict("PENDING", "none", f"no rule matches {what}: a human must confirm")
+        count = len(sent.pieces)
+        return _rule_verdict(allowed, "" if count == 1 else f" (and every other of the {count} fragments)")
+    for view in (normal, sent):
+        for index, piece in enumerate(view.pieces):
+            if _allows(first[piece]):
+                continue
+            what = view.where(index)
+            refusal = refused[piece]
+            if refusal is not None:
+                return Verdict("PENDING", "none", f"{what} {_REFUSALS[refusal]}: a human must confirm")
+            if len(view.pieces) > 1:
+                return Verdict("PENDING", "none", f"no rule matches {what}: a human must confirm")
+            break
     return Verdict("PENDING", "none", "no rule matches: a human must confirm")
+
+
+def _allows(rule: Rule | None) -> bool:
+    return rule is not None and rule.effect == "ALLOW"
 
 
 def _over_budget(reason: str) -> Verdict:
@@ -488,17 +523,18 @@ async def decide(
         return _over_budget(f"more than {max_rules} rules apply to {tool}")
     if not rules:
         return Verdict("PENDING", "none", "no rule matches: a human must confirm")
-    whole, pieces = normalise(command), parts(command)
-    if len(pieces) > MAX_PARTS:
+    normal, sent = _views(command)
+    if max(len(normal.pieces), len(sent.pieces)) > MAX_PARTS:
         return _over_budget(f"the command has more than {MAX_PARTS} fragments")
-    texts = [whole] if pieces == [whole] else [whole, *pieces]
+    texts = list(dict.fromkeys([*normal.texts, *sent.texts]))  # an ASCII line's views are one
     outcome = await _match(tenant_id, max_matching, rules, texts, budget_s)
     if outcome.exceeded:
         return _over_budget(
             f"matching exceeded its {budget_s * 1000:g} ms budget after {outcome.checked} of"
             f" {len(rules) * len(texts)} searches"
         )
-    return _judge(whole, pieces, outcome.first, outcome.refused)
+    first = dict(zip(texts, outcome.first, strict=True))
+    return _judge(normal, sent, first, dict(zip(texts, outcome.refused, strict=True)))
 
 
 async def evaluate(

@@ -12,6 +12,12 @@ And what a second red team found (README only):
    5.2 ran it (``${x@P}``, ANSI-C quoting, array subscripts in arithmetic); an ALLOW rule not
    about the program allowed what a shell, ``env``, ``find -exec`` or an assignment before
    the program ran; and a decision's reason repeated the command's secrets.
+
+And a third (issue 45, docs only):
+
+5. ALLOW matched the command normalised, so look-alikes were allowed: ``ALLOW ^ls( |$)``
+   allowed ``ls -la`` in full-width letters and in mathematical bold, ``ALLOW ^git status$``
+   allowed ``git<NBSP>status``; bash runs programs (and opens files) literally so named.
 """
 
 from __future__ import annotations
@@ -489,3 +495,60 @@ async def test_a_reason_shows_the_rules_pattern_redacted(gateway: httpx.AsyncCli
     assert (verdict["decision"], verdict["rule_id"]) == ("ALLOW", allowed_by), verdict
     assert "RulePatternS3cret" not in str(verdict["reason"]), verdict
     assert "[REDACTED:" in str(verdict["reason"]), verdict
+
+
+# --- 5. look-alikes: normalisation only adds refusals --------------------------------------------
+
+LOOKALIKES = [
+    (r"^ls( |$)", "\uff4c\uff53 -la"),  # full-width
+    (r"^ls( |$)", "\U0001d425\U0001d42c -la"),  # mathematical bold
+    (r"^ls( |$)", "l\u200bs -la"),  # a zero-width space inside the name
+    (r"^ls( |$)", "ls\u00a0-la"),  # NBSP: one word to a shell, "ls\u00a0-la"
+    (r"^git status$", "git\u00a0status"),
+    (r"^git status$", "git\u2003status"),  # an em space
+    (r"^cat README\.md$", "cat \uff32\uff25\uff21\uff24\uff2d\uff25.md"),
+    (r"^cat README\.md$", "cat READ\u2060ME.md"),  # a word joiner (a format character)
+    (r"^cat [A-Za-z]+\.md$", "cat R\u0415ADME.md"),  # a Cyrillic IE (NFKC keeps it)
+    (r"^echo .*$", "echo caf\u0065\u0301"),  # a combining accent NFKC composes
+    (r"^pytest( |$)", "pytest \uff1b rm -rf x"),  # a full-width semicolon: no cut to a shell
+]
+
+
+@pytest.mark.parametrize(("pattern", "command"), LOOKALIKES)
+async def test_an_allow_rule_does_not_allow_a_look_alike(
+    gateway: httpx.AsyncClient, pattern: str, command: str
+) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=pattern)
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+    assert command not in str(verdict["reason"]), verdict
+
+
+async def test_the_ascii_spelling_is_still_allowed(gateway: httpx.AsyncClient) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^(ls|git status|cat README\.md)( |$)")
+    for command in ("ls -la", "ls\t-la", "git   status", "cat README.md"):
+        assert (await verdict_of(gateway, command))["decision"] == "ALLOW", command
+
+
+async def test_a_rule_that_holds_the_very_characters_allows_them(gateway: httpx.AsyncClient) -> None:
+    named = await rule(gateway, tool="sh", effect="ALLOW", pattern="^cat \uff32\uff25\uff21\uff24\uff2d\uff25\\.md$")
+    verdict = await verdict_of(gateway, "cat \uff32\uff25\uff21\uff24\uff2d\uff25.md")
+    assert (verdict["decision"], verdict["rule_id"]) == ("ALLOW", named), verdict
+    # ...but not another look-alike the rule does not hold.
+    assert (await verdict_of(gateway, "cat \uff32\uff25\uff21\uff24\uff2d\u0415.md"))["decision"] == "PENDING"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "\uff52\uff4d -rf /tmp/victim",
+        "rm\u00a0-rf /tmp/victim",
+        "rm\t-rf /tmp/victim",
+        "\U0001d42b\U0001d426 -rf /tmp/victim",
+    ],
+)
+async def test_a_block_rule_still_sees_the_normalised_command(gateway: httpx.AsyncClient, command: str) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=r".*", position=0)
+    blocked = await rule(gateway, tool="sh", effect="BLOCK", pattern=r"\brm -rf\b", position=0)
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["rule_id"]) == ("BLOCK", blocked), verdict

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agents_gateway.commands import CUTS, MAX_PARTS, analyse, expansion, normalise, parts
+from agents_gateway.commands import CUTS, MAX_PARTS, analyse, as_sent, expansion, normalise, parts, sent_parts
 
 
 @pytest.mark.parametrize(
@@ -240,3 +240,54 @@ def test_every_part_an_allow_rule_must_name_is_replaced(words: list[str]) -> Non
         assert len({kind for kind, _ in fragment.unnamed}) == len(fragment.unnamed)
         if "$" in part or "`" in part:
             assert fragment.expansion is not None, part
+
+
+# --- the command as sent: what ALLOW rules allow ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("ls   -la", ["ls -la"]),
+        ("rm\t-rf   /", ["rm -rf /"]),
+        ("\uff4c\uff53 -la", ["\uff4c\uff53 -la"]),  # full-width: a program of that name
+        ("git\u00a0status", ["git\u00a0status"]),  # NBSP is a character to a shell, not a blank
+        ("\u00a0ls", ["\u00a0ls"]),  # nor trimmed
+        ("make \uff1b rm -rf x", ["make \uff1b rm -rf x"]),  # a full-width semicolon does not cut
+        ("pytest; rm -rf /", ["pytest", "rm -rf /"]),
+    ],
+)
+def test_the_line_as_sent_keeps_every_character_but_blanks(line: str, expected: list[str]) -> None:
+    assert sent_parts(line) == expected
+    if len(expected) == 1:  # a line without cuts is one fragment: itself, as sent
+        assert as_sent(line) == expected[0]
+
+
+@pytest.mark.parametrize(
+    ("part", "found"),
+    [
+        ("ls -la", ""),
+        ("\uff4c\uff53 -la", "\uff4c\uff53"),
+        ("\U0001d425\U0001d42c -la", "\U0001d425\U0001d42c"),
+        ("git\u00a0status", "\u00a0"),
+        ("cat R\u0415ADME.md", "\u0415"),  # a Cyrillic capital IE
+        ("cat READ\u200bME.md", "\u200b"),  # a zero-width space
+        ("echo caf\u00e9", "\u00e9"),
+    ],
+)
+def test_characters_a_shell_reads_as_they_are_must_be_named(part: str, found: str) -> None:
+    fragment = analyse(part)
+    assert fragment.unusual == frozenset(found)
+    assert fragment.names_unusual(f"^{part}$")
+    assert fragment.names_unusual("^ls( |$)") == (found == "")
+
+
+@settings(derandomize=True, max_examples=300)
+@given(st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=40))
+def test_an_ascii_pattern_names_no_unusual_character(line: str) -> None:
+    """Whatever the line, a fragment as sent with a character outside printable ASCII is not
+    allowed by a pattern of printable ASCII alone: normalisation never turns into an ALLOW."""
+    for part in sent_parts(line):
+        fragment = analyse(part)
+        if any(not " " <= ch <= "~" for ch in part):
+            assert fragment.unusual and not fragment.names_unusual(".*" + "".join(map(chr, range(32, 127))))
