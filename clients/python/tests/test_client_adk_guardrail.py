@@ -21,6 +21,14 @@ class Session:
     app_name: str = "agents"
 
 
+@dataclass(frozen=True)
+class Tool:
+    name: str
+
+
+SHELL = Tool("run_command")
+
+
 @dataclass
 class ToolContext:
     session: Session = field(default_factory=Session)
@@ -64,11 +72,10 @@ def test_a_rule_sees_every_argument_the_tool_acts_on(args: dict[str, Any], comma
 async def test_allow_runs_block_denies_pending_asks() -> None:
     asked: list[dict[str, Any]] = []
     context = ToolContext()
-    allowed = await Guardrail(gateway(verdict("ALLOW"), asked), agent_id="a1").check(
-        "run_command", {"c": "ls"}, context
-    )
-    blocked = await Guardrail(gateway(verdict("BLOCK"), asked)).check("run_command", {"c": "rm -rf /"}, context)
-    pending = await Guardrail(gateway(verdict("PENDING", "none", None), asked)).check("deploy", {"c": "x"}, context)
+    allowed = await Guardrail(gateway(verdict("ALLOW"), asked), agent_id="a1").check(SHELL, {"c": "ls"}, context)
+    blocked = await Guardrail(gateway(verdict("BLOCK"), asked)).check(SHELL, {"c": "rm -rf /"}, context)
+    pending_guard = Guardrail(gateway(verdict("PENDING", "none", None), asked))
+    pending = await pending_guard.check(Tool("deploy"), {"c": "x"}, context)
     assert allowed is None
     assert blocked == {"status": "DENIED", "tool": "run_command", "rule": RULE, "error": "blocked: a rule"}
     assert pending is not None and pending["status"] == "PENDING" and pending["rule"] == "none"
@@ -83,18 +90,104 @@ async def test_allow_runs_block_denies_pending_asks() -> None:
     }
 
 
-async def test_memory_reads_are_preapproved_without_asking() -> None:
+def error(status: int, code: str = "x") -> httpx.Response:
+    return httpx.Response(status, json={"error": {"code": code, "message": "no", "details": []}})
+
+
+def failing(exc: Exception) -> AsyncMemstream:
+    def handle(request: httpx.Request) -> httpx.Response:
+        raise exc
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handle), base_url=BASE_URL)
+    return AsyncMemstream(BASE_URL, KEY, http_client=http, max_retries=0)
+
+
+UNREACHABLE = [error(502), error(503), error(504)]
+#: Answers that are not a verdict and not "unreachable": the input refused, a limit, a defect.
+REFUSALS = [error(status) for status in (400, 401, 403, 404, 409, 413, 422, 429, 500, 501)] + [
+    httpx.Response(200, text="<html>a proxy's page</html>"),
+    httpx.Response(200, json={"decision": "allow", "tier": "project", "reason": "lower case"}),
+    httpx.Response(200, json={"decision": "MAYBE", "tier": "project", "reason": "unknown"}),
+    httpx.Response(200, json={"tier": "project", "reason": "no decision"}),
+]
+
+
+@pytest.mark.parametrize("answer", UNREACHABLE, ids=lambda r: str(r.status_code))
+async def test_an_unreachable_engine_denies_unless_told_to_fail_open(answer: httpx.Response) -> None:
+    closed = await Guardrail(gateway(answer, [])).check(SHELL, {"c": "ls"}, ToolContext())
+    opened = await Guardrail(gateway(answer, []), fail_open=True).check(SHELL, {"c": "ls"}, ToolContext())
+    assert closed is not None and closed["status"] == "DENIED" and "unavailable" in closed["error"]
+    assert opened is None
+
+
+@pytest.mark.parametrize("exc", [httpx.ConnectError("refused"), httpx.ReadTimeout("slow")], ids=type)
+async def test_no_answer_at_all_is_unreachable(exc: Exception) -> None:
+    closed = await Guardrail(failing(exc)).check(SHELL, {"c": "ls"}, ToolContext())
+    opened = await Guardrail(failing(exc), fail_open=True).check(SHELL, {"c": "ls"}, ToolContext())
+    assert closed is not None and closed["status"] == "DENIED"
+    assert opened is None
+
+
+@pytest.mark.parametrize("fail_open", [False, True])
+@pytest.mark.parametrize("answer", REFUSALS, ids=lambda r: f"{r.status_code}-{r.content[:12]!r}")
+async def test_anything_but_an_allow_denies_even_when_failing_open(answer: httpx.Response, fail_open: bool) -> None:
+    """A 4xx is the caller's input refused (a control character, a command too long to
+    judge): it never counts as "unavailable", nor does a 500 or an answer that is no verdict."""
+    denied = await Guardrail(gateway(answer, []), fail_open=fail_open).check(SHELL, {"c": "rm -rf /"}, ToolContext())
+    assert denied is not None and denied["status"] == "DENIED", denied
+    assert "not run" in denied["error"]
+
+
+async def test_the_whole_command_is_judged_however_long() -> None:
+    """The exact string the tool gets is sent: no cut at 8 KiB (the gateway refuses what it
+    will not judge, and that refusal denies)."""
+    asked: list[dict[str, Any]] = []
+    command = "ls" + " " * 8200 + "; rm -rf /tmp/victim"
+    denied = await Guardrail(gateway(error(422, "validation_error"), asked), fail_open=True).check(
+        SHELL, {"CommandLine": command}, ToolContext()
+    )
+    assert [a["command"] for a in asked] == [command]
+    assert denied is not None and denied["status"] == "DENIED" and "refused to judge" in denied["error"]
+
+
+async def test_arguments_the_sdk_refuses_deny() -> None:
+    """A session id the SDK's model refuses before sending (not a string): no verdict, denied."""
+
+    @dataclass
+    class OddSession:
+        id: Any = 7
+        app_name: str = "agents"
+
+    context = ToolContext(session=OddSession())  # type: ignore[arg-type]
+    denied = await Guardrail(gateway(verdict("ALLOW"), []), fail_open=True).check(SHELL, {"c": "ls"}, context)
+    assert denied is not None and denied["status"] == "DENIED"
+
+
+async def test_memstreams_own_memory_readers_are_preapproved_without_asking() -> None:
+    from google.adk.tools.load_memory_tool import LoadMemoryTool
+    from google.adk.tools.preload_memory_tool import PreloadMemoryTool
+
+    from memstream_client.adk import archival_search_tool
+
     asked: list[dict[str, Any]] = []
     guard = Guardrail(gateway(verdict("BLOCK"), asked))
-    assert await guard.check("search_archived_memory", {"query": "x"}, ToolContext()) is None
+    for tool in (archival_search_tool(guard.client), LoadMemoryTool(), PreloadMemoryTool()):
+        assert await guard.check(tool, {"query": "x"}, ToolContext()) is None, tool
     assert asked == []
 
 
-@pytest.mark.parametrize(
-    "answer", [httpx.Response(503, json={"error": {"code": "x", "message": "down", "details": []}})]
-)
-async def test_an_unavailable_engine_denies_unless_told_to_fail_open(answer: httpx.Response) -> None:
-    closed = await Guardrail(gateway(answer, [])).check("run_command", {"c": "ls"}, ToolContext())
-    opened = await Guardrail(gateway(answer, []), fail_open=True).check("run_command", {"c": "ls"}, ToolContext())
-    assert closed is not None and closed["status"] == "DENIED" and "unavailable" in closed["error"]
-    assert opened is None
+@pytest.mark.parametrize("name", ["search_archived_memory", "load_memory", "preload_memory"])
+async def test_another_tool_with_a_memory_readers_name_is_judged(name: str) -> None:
+    """A tool that merely takes the name (an MCP toolset's, say) is evaluated like any other."""
+    from google.adk.tools.function_tool import FunctionTool
+
+    def impostor(query: str) -> str:
+        """Runs a shell command."""
+        return query
+
+    impostor.__name__ = name
+    asked: list[dict[str, Any]] = []
+    for tool in (Tool(name), FunctionTool(impostor)):
+        denied = await Guardrail(gateway(verdict("BLOCK"), asked)).check(tool, {"query": "rm -rf /"}, ToolContext())
+        assert denied is not None and denied["status"] == "DENIED"
+    assert [a["tool"] for a in asked] == [name, name]

@@ -1,16 +1,29 @@
 """The permission guardrail: every tool call of an ADK agent is evaluated by memstream's
 permission engine (``/v1/permissions/evaluate``) before it runs.
 
-- ALLOW: the tool runs (the callback returns None).
-- BLOCK: it does not; the model gets ``{"status": "DENIED", "tool", "rule", "error"}`` and can
-  explain why.
-- PENDING (no rule decided): it does not run; a confirmation is requested from the person
-  (``tool_context.request_confirmation``) and the model is told that approval is pending.
-  Once an operator grants it (``/v1/permissions/allow-once``), the same command runs once.
-- memstream unreachable: denied (``fail_open=True`` lets the tool run instead).
+It is a second seat of a decision the server makes, so it is never weaker than the server:
 
-memstream's own read-only memory tools (``search_archived_memory``) are pre-approved here
-(tier 0), without a round trip.
+- it judges **the exact string** it describes the call with (``command_of``), never a part
+  of it: a command the service refuses to judge (too long, a control character) is denied;
+- **only an explicit ALLOW runs the tool.** BLOCK does not; the model gets
+  ``{"status": "DENIED", "tool", "rule", "error"}`` and can explain why. PENDING (no rule
+  decided) does not run either: a confirmation is requested from the person
+  (``tool_context.request_confirmation``) and the model is told that approval is pending;
+  once an operator grants it (``/v1/permissions/allow-once``), the same command runs once.
+  Any other answer — a refusal of the input (4xx), a rate limit, a server error, a body
+  that is not a verdict, a decision it does not know — denies, saying why;
+- ``fail_open=True`` lets a call run only when the service **cannot be reached**: no
+  connection, a timeout, or a 502/503/504 from a proxy in front of it
+  (``service_unreachable``). A 4xx is never "unavailable": the caller chose that input.
+
+memstream's own read-only memory tools (``search_archived_memory`` made by
+``archival_search_tool``, ADK's ``load_memory`` and ``preload_memory``) are pre-approved
+here (tier 0), without a round trip — by what the tool *is*, not by its name: another tool
+that takes one of those names is evaluated like any other.
+
+The guardrail judges the arguments as it receives them. A callback that runs after it and
+changes them (an agent's ``before_tool_callback`` after the plugin, or after this one in a
+list) changes what runs after the decision: put the guardrail last.
 """
 
 from __future__ import annotations
@@ -26,8 +39,35 @@ from memstream_client.errors import APIConnectionError, APIStatusError, Memstrea
 
 log = logging.getLogger(__name__)
 
-#: Tools that only read the agent's own memory: allowed without asking (tier 0).
-PREAPPROVED = frozenset({"search_archived_memory", "load_memory", "preload_memory"})
+#: The attribute that marks a function as memstream's own memory reader (``archival_search_tool``).
+MEMORY_READER = "__memstream_reads_memory_only__"
+#: ADK's own memory tools, by class (module, name): they only read the runner's memory service.
+_ADK_MEMORY_TOOLS = frozenset(
+    {
+        ("google.adk.tools.load_memory_tool", "LoadMemoryTool"),
+        ("google.adk.tools.preload_memory_tool", "PreloadMemoryTool"),
+    }
+)
+#: Answers of a proxy in front of the gateway that mean it could not be reached.
+UNREACHABLE_STATUSES = frozenset({502, 503, 504})
+
+
+def reads_memory_only(tool: Any) -> bool:
+    """Whether ``tool`` is one of the tools that only read the agent's memory: memstream's
+    archival search, or ADK's ``LoadMemoryTool`` / ``PreloadMemoryTool`` (exactly those
+    classes). Judged by the object, never by its name."""
+    if getattr(getattr(tool, "func", None), MEMORY_READER, False) is True:
+        return True
+    kind = type(tool)
+    return (kind.__module__, kind.__qualname__) in _ADK_MEMORY_TOOLS
+
+
+def service_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the permission service could not be reached (no answer, a
+    timeout, a proxy's 502/503/504): the only failures ``fail_open`` lets a call through."""
+    if isinstance(exc, APIConnectionError):
+        return True
+    return isinstance(exc, APIStatusError) and exc.status_code in UNREACHABLE_STATUSES
 
 
 def command_of(tool_name: str, args: dict[str, Any]) -> str:
@@ -42,6 +82,10 @@ def command_of(tool_name: str, args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str) if args else tool_name
 
 
+def _denied(tool_name: str, rule: str | None, error: str) -> dict[str, Any]:
+    return {"status": "DENIED", "tool": tool_name, "rule": rule, "error": error}
+
+
 @dataclass
 class Guardrail:
     """Evaluates tool calls for one ADK app. ``project_id``: the project whose rules apply
@@ -52,13 +96,14 @@ class Guardrail:
     app_as_project: bool = True
     agent_id: str | None = None
     fail_open: bool = False
-    preapproved: frozenset[str] = PREAPPROVED
     describe: Callable[[str, dict[str, Any]], str] = field(default=command_of)
 
-    async def check(self, tool_name: str, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
-        """None to let the call run, else what the model receives instead of the tool's result."""
-        if tool_name in self.preapproved:
+    async def check(self, tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
+        """None to let the call of ``tool`` (an ADK ``BaseTool``: its ``name`` is what rules
+        are for) run, else what the model receives instead of the tool's result."""
+        if reads_memory_only(tool):
             return None
+        tool_name: str = tool.name
         session = tool_context.session
         project = self.project_id or (session.app_name if self.app_as_project else None)
         command = self.describe(tool_name, args)
@@ -66,26 +111,21 @@ class Guardrail:
             verdict = await self.client.permissions.evaluate(
                 session_id=session.id,
                 tool=tool_name,
-                command=command[:8192],
+                command=command,
                 project_id=project,
                 agent_id=self.agent_id,
             )
-        except (APIConnectionError, APIStatusError, MemstreamError) as exc:
-            if self.fail_open:
-                log.warning("permission service unavailable, %s runs (fail_open): %s", tool_name, exc)
-                return None
-            log.warning("permission service unavailable, %s denied: %s", tool_name, exc)
-            return {
-                "status": "DENIED",
-                "tool": tool_name,
-                "rule": None,
-                "error": f"the permission service is unavailable, so {tool_name} was not run ({exc})",
-            }
-        if verdict.decision == "ALLOW":
+        except Exception as exc:  # anything but a verdict denies (fail_open: only "unreachable")
+            return self._failed(tool_name, exc)
+        decision = verdict.decision
+        if decision == "ALLOW":
             return None
         rule = str(verdict.rule_id) if verdict.rule_id else verdict.tier
-        if verdict.decision == "BLOCK":
-            return {"status": "DENIED", "tool": tool_name, "rule": rule, "error": f"blocked: {verdict.reason}"}
+        if decision == "BLOCK":
+            return _denied(tool_name, rule, f"blocked: {verdict.reason}")
+        if decision != "PENDING":
+            log.error("the permission service answered %r for %s: denied", decision, tool_name)
+            return _denied(tool_name, rule, f"the permission service answered {decision!r}, so {tool_name} was not run")
         hint = f"{tool_name} wants to run `{command[:200]}`; an operator can allow it once: {verdict.reason}"
         try:
             tool_context.request_confirmation(hint=hint, payload={"tool": tool_name, "command": command})
@@ -98,6 +138,27 @@ class Guardrail:
             "error": f"approval pending: {verdict.reason}; it runs once an operator allows it",
         }
 
+    def _failed(self, tool_name: str, exc: Exception) -> dict[str, Any] | None:
+        """What a call gets when no verdict came back: it runs only when the service could not
+        be reached and ``fail_open`` is set; otherwise it is denied, saying why."""
+        if service_unreachable(exc):
+            if self.fail_open:
+                log.warning("permission service unavailable, %s runs (fail_open): %s", tool_name, exc)
+                return None
+            log.warning("permission service unavailable, %s denied: %s", tool_name, exc)
+            return _denied(
+                tool_name, None, f"the permission service is unavailable, so {tool_name} was not run ({exc})"
+            )
+        if isinstance(exc, APIStatusError) and 400 <= exc.status_code < 500:
+            log.warning("the permission service refused to judge %s, denied: %s", tool_name, exc)
+            why = f"the permission service refused to judge this call, so {tool_name} was not run ({exc})"
+            return _denied(tool_name, None, why)
+        if isinstance(exc, MemstreamError):
+            log.error("no verdict for %s, denied: %s", tool_name, exc)
+        else:  # a defect on this side (arguments the SDK refused, a bug): loud, and still denied
+            log.exception("no verdict for %s, denied", tool_name)
+        return _denied(tool_name, None, f"no verdict from the permission service, so {tool_name} was not run ({exc})")
+
 
 def before_tool_callback(
     client: AsyncMemstream,
@@ -107,10 +168,10 @@ def before_tool_callback(
     fail_open: bool = False,
 ) -> Callable[..., Any]:
     """A ``before_tool_callback`` for ``LlmAgent(before_tool_callback=...)`` (ADK calls it by
-    keyword: ``tool``, ``args``, ``tool_context``)."""
+    keyword: ``tool``, ``args``, ``tool_context``). In a list of callbacks, put it last."""
     guard = Guardrail(client, project_id=project_id, agent_id=agent_id, fail_open=fail_open)
 
     async def before_tool_callback(tool: Any, args: dict[str, Any], tool_context: Any) -> dict[str, Any] | None:
-        return await guard.check(tool.name, args, tool_context)
+        return await guard.check(tool, args, tool_context)
 
     return before_tool_callback

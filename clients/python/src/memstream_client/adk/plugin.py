@@ -135,4 +135,4 @@ class MemstreamPlugin(BasePlugin):
     ) -> dict[str, Any] | None:
         if self.guardrail is None:
             return None
-        return await self.guardrail.check(tool.name, tool_args, tool_context)
+        return await self.guardrail.check(tool, tool_args, tool_context)

@@ -8,6 +8,7 @@ from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 
 from memstream_client import AsyncMemstream
+from memstream_client.adk.guardrail import MEMORY_READER
 from memstream_client.errors import MemstreamError
 
 
@@ -36,4 +37,5 @@ def archival_search_tool(client: AsyncMemstream, *, default_project: str | None 
             ],
         }
 
+    setattr(search_archived_memory, MEMORY_READER, True)  # the guardrail pre-approves this function, not its name
     return FunctionTool(search_archived_memory)
