@@ -1,0 +1,164 @@
+"""The ADK guardrail against what an outside attacker tried (issue 45), on the real gateway
+with ADK's real ``Runner``: a real tool function that must not run.
+
+1. It judged the first 8,192 characters and ran the whole command: ``"ls" + 8,200 blanks +
+   "; rm -rf /tmp/victim"`` was ALLOWed by ``^ls( |$)`` although ``\\brm -rf\\b`` blocks.
+2. With ``fail_open=True``, a command the gateway refuses as input (a control character: 422)
+   counted as "service unavailable", and the blocked command ran.
+
+And the class: for any command, the guardrail lets the tool run exactly when the gateway
+answers ALLOW for that very string.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+from google.adk.agents import LlmAgent
+from google.adk.apps import App
+from google.adk.runners import Runner
+from google.adk.sessions import InMemorySessionService
+from google.adk.tools.function_tool import FunctionTool
+from google.genai import types
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from memstream_client import AsyncMemstream
+from memstream_client.adk import Guardrail, MemstreamMemoryService, MemstreamPlugin, before_tool_callback
+from memstream_client.errors import MemstreamError
+from tests.integration.test_adk import ScriptedModel, function_responses
+
+APP = "guarded"
+PROJECT = "guarded-project"
+USER = "u1"
+LONG = "ls" + " " * 8200 + "; rm -rf /tmp/victim"
+
+
+@dataclass
+class Rig:
+    client: AsyncMemstream
+    ran: list[str] = field(default_factory=list)
+
+    def runner(self, model: ScriptedModel, *, plugin: bool, fail_open: bool) -> Runner:
+        """An agent with one shell tool, guarded by the plugin or by an agent callback."""
+        ran = self.ran
+
+        def run_command(CommandLine: str) -> str:
+            """Executes a shell command on the host."""
+            ran.append(CommandLine)
+            return "done"
+
+        callback = None if plugin else before_tool_callback(self.client, project_id=PROJECT, fail_open=fail_open)
+        agent = LlmAgent(
+            name="shell_agent", model=model, tools=[FunctionTool(run_command)], before_tool_callback=callback
+        )
+        memory = MemstreamMemoryService(self.client, agent_id="shell_agent", project_id=PROJECT)
+        plugins = [MemstreamPlugin(memory, record=False, fail_open=fail_open)] if plugin else []
+        return Runner(app=App(name=APP, root_agent=agent, plugins=plugins), session_service=InMemorySessionService())
+
+    async def call(self, command: str, *, plugin: bool, fail_open: bool = False) -> dict[str, Any]:
+        """The model asks for ``run_command(command)``; what the model got back."""
+        model = ScriptedModel().then(("run_command", {"CommandLine": command}), "ok")
+        runner = self.runner(model, plugin=plugin, fail_open=fail_open)
+        session = await runner.session_service.create_session(app_name=APP, user_id=USER)
+        message = types.Content(role="user", parts=[types.Part(text="go")])
+        async for _ in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
+            pass
+        return function_responses(model.requests[1])["run_command"]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def rig(gateway_app: FastAPI, api_key: str) -> AsyncIterator[Rig]:
+    transport = httpx.ASGITransport(app=gateway_app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://gateway") as http,
+        AsyncMemstream(api_key=api_key, http_client=http, max_retries=0) as client,
+    ):
+        await client.rules.create(tool="run_command", effect="ALLOW", pattern=r"^ls( |$)", project_id=PROJECT)
+        await client.rules.create(tool="run_command", effect="BLOCK", pattern=r"\brm -rf\b", project_id=PROJECT)
+        yield Rig(client)
+
+
+@pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "callback"])
+async def test_a_command_longer_than_the_gateway_judges_does_not_run(rig: Rig, plugin: bool) -> None:
+    assert await rig.call("ls -la", plugin=plugin) == {"result": "done"}  # the rig runs what is allowed
+    answer = await rig.call(LONG, plugin=plugin)
+    assert LONG not in rig.ran and rig.ran == ["ls -la"]
+    assert answer["status"] == "DENIED" and "refused to judge" in answer["error"], answer
+
+
+@pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "callback"])
+@pytest.mark.parametrize("command", ["rm -rf /tmp/victim # \x1b", "rm -rf /\x00", LONG])
+async def test_failing_open_never_covers_a_refused_input(rig: Rig, plugin: bool, command: str) -> None:
+    answer = await rig.call(command, plugin=plugin, fail_open=True)
+    assert rig.ran == [], answer
+    assert answer["status"] == "DENIED", answer
+
+
+# --- the class: the guardrail decides what the gateway decides --------------------------------
+
+PROGRAMS = [
+    "ls", "ls -la", "git status", "rm -rf /tmp/victim", "cat README.md", "\uff4c\uff53 -la",
+    "\U0001d425\U0001d42c -la", "git\u00a0status", "l\u200bs", "r\u043c -rf /", "\uff52\uff4d -rf /",
+]  # fmt: skip
+SEPARATORS = [" ", "\t", "\u00a0", "; ", " && ", "\n", "\x1b", "\x00", "\u2028", "\uff1b", " $(", "`"]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str = "run_command"
+
+
+@dataclass(frozen=True)
+class Session:
+    app_name: str = APP
+    id: str = field(default_factory=lambda: f"s-{uuid.uuid4().hex[:8]}")
+
+
+@dataclass
+class Context:
+    session: Session = field(default_factory=Session)
+
+    def request_confirmation(self, *, hint: str | None = None, payload: Any = None) -> None:
+        """A person would be asked; nothing runs meanwhile."""
+
+
+commands = st.builds(
+    lambda first, separator, times, second: first + separator * times + second,
+    st.sampled_from(PROGRAMS),
+    st.sampled_from(SEPARATORS),
+    st.sampled_from([1, 2, 8190, 8200]),
+    st.sampled_from(PROGRAMS) | st.just(""),
+)
+
+
+async def gateway_says(client: AsyncMemstream, command: str, session_id: str) -> str:
+    """The gateway's decision on ``command`` for the rig's tool and project, or what refused it."""
+    try:
+        verdict = await client.permissions.evaluate(
+            session_id=session_id, tool="run_command", command=command, project_id=PROJECT
+        )
+    except MemstreamError as exc:
+        return type(exc).__name__
+    return verdict.decision
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=commands, fail_open=st.booleans())
+@example(command=LONG, fail_open=True)
+@example(command="\uff4c\uff53 -la", fail_open=False)
+async def test_the_tool_runs_exactly_when_the_gateway_allows_that_string(
+    rig: Rig, command: str, fail_open: bool
+) -> None:
+    context = Context()
+    guard = Guardrail(rig.client, project_id=PROJECT, fail_open=fail_open)
+    outcome = await guard.check(Tool(), {"CommandLine": command}, context)
+    server = await gateway_says(rig.client, command, context.session.id)
+    assert (outcome is None) == (server == "ALLOW"), (command, server, outcome)
