@@ -124,11 +124,11 @@ def _serve(request: Request, name: str) -> Response:
 
 
 @router.get("/ui", summary="The memory explorer")
-@router.get("/ui/", summary="The memory explorer")
 async def page(request: Request) -> Response:
     return _serve(request, INDEX)
 
 
 @router.get("/ui/{asset:path}", summary="A file of the memory explorer")
 async def page_file(request: Request, asset: str) -> Response:
+    """A file by its path; ``/ui/`` (no file) and a folder are 404s, as every trailing slash is."""
     return _serve(request, asset)

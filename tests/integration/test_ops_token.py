@@ -3,11 +3,16 @@ the refusals), the probes stay open, and an API key does not open /metrics."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Iterator
+
 import httpx
 from fastapi import FastAPI
 from pydantic import SecretStr
+from starlette.routing import BaseRoute
 
 from agents_gateway.app import create_app
+from agents_gateway.routes.ui import assets
 from memstream.settings import Settings
 from tests.fixtures.stack import RunningStack, client_for
 from tests.integration.scrape import Scrape
@@ -54,10 +59,25 @@ async def test_wrong_ops_tokens_cost_the_address_like_wrong_keys(stack: RunningS
             assert (await operating.get("/metrics", headers={"authorization": f"Bearer {TOKEN}"})).status_code == 200
 
 
+def routes(found: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """Every route, those of the included routers too."""
+    for route in found:
+        included = getattr(route, "original_router", None)  # FastAPI's wrapper of an included router
+        yield from routes(included.routes) if included is not None else (route,)
+
+
 async def test_a_stray_slash_is_a_404_not_a_redirect_to_the_host_header(stack: RunningStack, tenant: str) -> None:
-    app = create_app(Settings(**{**stack.settings.model_dump(), "ops_token": SecretStr(TOKEN)}))
-    async with app.router.lifespan_context(app), client_for(app, None) as anonymous:
-        for path in ("/metrics/", "/openapi.json/", "/v1/whoami/", "/v1/search/", "/healthz/"):
-            response = await anonymous.get(path, headers={"host": "evil.example"})
-            assert response.status_code == 404, (path, response.status_code)
+    """Every path the gateway serves (its routes in every method, /mcp, the API docs, each file
+    of /ui) answers 404 with a slash after it, never a redirect; ``/ui/`` answered the page."""
+    settings = {**stack.settings.model_dump(), "ops_token": SecretStr(TOKEN), "gateway_docs": True}
+    app = create_app(Settings(**settings))
+    paths = {("GET", "/ui/"), ("GET", "/ui/views/")} | {("GET", f"/ui/{name}/") for name in assets()}
+    for route in routes(app.routes):
+        path = re.sub(r"\{[^}:]+(:path)?\}", "x", getattr(route, "path", ""))
+        paths |= {(method, path + "/") for method in getattr(route, "methods", None) or ()}
+    assert {("GET", "/metrics/"), ("POST", "/mcp/"), ("GET", "/docs/"), ("POST", "/v1/turns/")} <= paths, paths
+    async with app.router.lifespan_context(app), client_for(app, stack.key(tenant)) as keyed:
+        for method, path in sorted(paths):
+            response = await keyed.request(method, path, headers={"host": "evil.example"})
+            assert response.status_code == 404, (method, path, response.status_code)
             assert "location" not in response.headers, path
