@@ -189,6 +189,26 @@ async def test_check_permission_blocks_by_rule(memstream: AsyncMemstream, mode: 
     assert other["decision"] != "BLOCK"
 
 
+async def test_a_connections_project_is_where_permissions_are_checked(memstream: AsyncMemstream, mode: str) -> None:
+    """The model cannot pick a project whose rules allow what the connection's project blocks,
+    and a command is judged whole (no cut: longer than the gateway judges is an error, no verdict)."""
+    await memstream.rules.create(tool="shell", effect="BLOCK", pattern=r"rm\s+-rf", project_id="locked")
+    await memstream.rules.create(tool="shell", effect="ALLOW", pattern=r"^rm -rf /tmp/x$", project_id="lax")
+    server = build_server(lambda _ctx: memstream, defaults=Defaults(project_id="locked", session_id="s1"))
+    async with Client(server, mode=mode) as mcp:  # type: ignore[arg-type]
+        own = data(await mcp.call_tool("check_permission", {"tool": "shell", "command": "rm -rf /tmp/x"}))
+        other = await mcp.call_tool(
+            "check_permission", {"tool": "shell", "command": "rm -rf /tmp/x", "project_id": "lax"}
+        )
+        same = data(
+            await mcp.call_tool("check_permission", {"tool": "shell", "command": "rm -rf /", "project_id": "locked"})
+        )
+        long = await mcp.call_tool("check_permission", {"tool": "shell", "command": "ls" + " " * 8200 + "; rm -rf /"})
+    assert own["decision"] == "BLOCK" and same["decision"] == "BLOCK"
+    assert other.is_error and "locked" in text_of(other)
+    assert long.is_error and "decision" not in text_of(long)
+
+
 async def test_a_gateway_refusal_is_an_error_result_with_its_message(memstream: AsyncMemstream, mode: str) -> None:
     server = build_server(lambda _ctx: memstream)
     async with Client(server, mode=mode) as mcp:  # type: ignore[arg-type]

@@ -341,7 +341,8 @@ def build_server(
     @server.tool(
         description="Whether a command may run: ALLOW, BLOCK or PENDING (ask a person), with the tier and the "
         "rule that decided. Call it right before running a shell command or another risky tool: an ALLOW "
-        "that an operator's allow-once grant gave is used up by this check.",
+        "that an operator's allow-once grant gave is used up by this check. Run the command only on ALLOW, "
+        "exactly as checked. A connection with a project checks in that project only.",
         annotations=CHECK,
     )
     async def check_permission(
@@ -352,12 +353,15 @@ def build_server(
         project_id: ProjectArg = None,
     ) -> dict[str, Any]:
         known = defaults_for(ctx)
+        if known.project_id and project_id and project_id != known.project_id:
+            # The rules that apply are the operator's choice, not the model's: no other project's.
+            raise ToolError(f"this connection checks permissions in project {known.project_id!r} only")
         async with _gateway_errors():
             verdict = await client_source(ctx).permissions.evaluate(
                 tool=tool,
                 command=command,
                 session_id=session_id or known.session_id,
-                project_id=project_id or known.project_id,
+                project_id=known.project_id or project_id,
                 agent_id=known.agent_id,
             )
         return _plain(verdict)
