@@ -13,7 +13,7 @@ when one is set (``agents_gateway/ops_token.py``).
 ``server_options`` configures uvicorn: the header-size cap, the keep-alive timeout, the
 concurrency cap, and an h11 protocol with a header-read timeout (uvicorn has none of its own:
 a client that opens a connection and sends a header byte every few seconds would hold it
-forever)."""
+forever) that reads each request's framing one way only (``framing.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from collections import Counter as Tally
 from functools import partial
 from typing import Any
 
+import h11
 import orjson
 from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection, Request
@@ -35,6 +36,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from agents_gateway.auth import INTERNAL_SCOPE_KEY, PRINCIPAL_SCOPE_KEY, Principal
 from agents_gateway.errors import error_response
+from agents_gateway.framing import UnambiguousConnection
 from agents_gateway.ops_token import operational, ops_refusal
 from agents_gateway.state import gateway_state
 from memstream.settings import Settings
@@ -287,7 +289,8 @@ async def _answer(scope: Scope, send: Send, response: Response, *, close: bool) 
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a deadline for a request's headers: from the connection's
     start, and from each response for the next request. A client that has sent part of a
-    request by then gets 408; one that sent nothing is disconnected."""
+    request by then gets 408; one that sent nothing is disconnected. A request whose framing
+    can be read two ways gets 400 and the connection is closed (``UnambiguousConnection``)."""
 
     header_timeout_s: float = 10.0
     _header_timer: asyncio.TimerHandle | None = None
@@ -296,6 +299,12 @@ class GuardedH11Protocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        limit = self.config.h11_max_incomplete_event_size  # None: h11's default, as for uvicorn's
+        self.conn = (
+            UnambiguousConnection(h11.SERVER)
+            if limit is None
+            else UnambiguousConnection(h11.SERVER, max_incomplete_event_size=limit)
+        )
         # uvicorn answers a request over its concurrency cap with a text/plain 503 of its own;
         # the same cap answered here, in the error shape and with Retry-After.
         self._cap, self.limit_concurrency = self.limit_concurrency, None
@@ -356,8 +365,10 @@ class GuardedH11Protocol(H11Protocol):
         self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
-        """A request h11 cannot parse gets the error shape too (uvicorn answers text/plain)."""
-        self.transport.write(_raw_error(400, "Bad Request", "malformed_http", f"not a valid HTTP request: {msg}"))
+        """A request h11 cannot parse, or whose framing is ambiguous, gets the error shape too
+        (uvicorn answers text/plain, and says no more than "Invalid HTTP request received.")."""
+        reason = getattr(self.conn, "refusal", None) or msg
+        self.transport.write(_raw_error(400, "Bad Request", "malformed_http", f"not a valid HTTP request: {reason}"))
         self.transport.close()
 
 

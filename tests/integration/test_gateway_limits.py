@@ -231,6 +231,76 @@ def test_malformed_http_and_oversized_headers_get_the_error_shape(served: Served
         assert orjson.loads(body)["error"]["code"] in ("headers_too_large", "malformed_http")
 
 
+#: A second request, smuggled after the first: a proxy that framed the first by its
+#: Content-Length took it for the first one's body; answered, it is a desync.
+SMUGGLED = b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n"
+#: Request heads whose framing can be read two ways (agents_gateway/framing.py), each followed
+#: by a chunked body that ends before SMUGGLED; Content-Length, where given, covers both.
+CHUNKED_END = b"0\r\n\r\n"
+COVERING = len(CHUNKED_END + SMUGGLED)
+AMBIGUOUS_HEADS = {
+    "content-length and chunked": f"content-length: {COVERING}\r\ntransfer-encoding: chunked\r\n",
+    "chunked and content-length": f"Transfer-Encoding: chunked\r\nContent-Length: {COVERING}\r\n",
+    "chunked twice": "transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n",
+    "chunked, chunked": "transfer-encoding: chunked, chunked\r\n",
+    "a coding before chunked": "transfer-encoding: gzip, chunked\r\n",
+    "obs-fold": "transfer-encoding: chunked\r\nx-note: a\r\n b\r\n",
+    "obs-fold of transfer-encoding": "transfer-encoding:\r\n chunked\r\n",
+    "space before the colon": "transfer-encoding : chunked\r\n",
+    "content-length twice": f"content-length: {COVERING}\r\ncontent-length: {COVERING}\r\n",
+    "content-length as a list": f"content-length: {COVERING}, {COVERING}\r\n",
+    "an underscore": f"transfer-encoding: chunked\r\ncontent_length: {COVERING}\r\n",
+    "a lone LF": "transfer-encoding: chunked\nx-note: a\r\n",
+}
+
+
+def responses_until_closed(sock: socket.socket) -> list[tuple[int, bytes]]:
+    """Every response on the connection until the gateway closes it (a timeout if it does not)."""
+    data = b""
+    while more := sock.recv(65536):
+        data += more
+    found = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        length = next(
+            (int(v) for n, _, v in (line.partition(":") for line in lines) if n.lower() == "content-length"), 0
+        )
+        found.append((int(lines[0].split(" ")[1]), rest[:length]))
+        data = rest[length:]
+    return found
+
+
+def assert_refused_and_closed(port: int, request: bytes) -> None:
+    """One 400 in the error shape, then the connection closed: no second response."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        answers = responses_until_closed(sock)
+    assert [status for status, _ in answers] == [400], answers
+    assert orjson.loads(answers[0][1])["error"]["code"] == "malformed_http", answers
+
+
+@pytest.mark.parametrize("fields", AMBIGUOUS_HEADS.values(), ids=AMBIGUOUS_HEADS.keys())
+def test_a_request_framed_two_ways_is_refused_and_its_connection_closed(served: Served, fields: str) -> None:
+    head = f"GET /healthz HTTP/1.1\r\nhost: gateway\r\n{fields}\r\n".encode()
+    assert_refused_and_closed(served.port, head + CHUNKED_END + SMUGGLED)
+
+
+def test_transfer_encoding_in_http_1_0_is_refused(served: Served) -> None:
+    head = b"GET /healthz HTTP/1.0\r\nhost: gateway\r\ntransfer-encoding: chunked\r\n\r\n"
+    assert_refused_and_closed(served.port, head + CHUNKED_END)
+
+
+def test_a_plain_request_keeps_its_connection(served: Served) -> None:
+    """The control: without an ambiguity, the request after a chunked body is answered."""
+    head = b"GET /healthz HTTP/1.1\r\nhost: gateway\r\ntransfer-encoding: Chunked\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(
+            head + CHUNKED_END + SMUGGLED + b"GET /healthz HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n"
+        )
+        assert [status for status, _ in responses_until_closed(sock)] == [200, 200, 200]
+
+
 def test_slow_headers_get_408_and_idle_connections_are_closed(served: Served) -> None:
     with socket.create_connection(("127.0.0.1", served.port), timeout=READ_TIMEOUT_S + 5) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nhost: gateway\r\n")  # and never the blank line
