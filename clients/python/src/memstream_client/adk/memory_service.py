@@ -19,6 +19,7 @@ from google.genai import types
 
 from memstream_client import AsyncMemstream
 from memstream_client.adk.events import Scope, event_turns
+from memstream_client.tags import MEMORY_TAGS, defused
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -152,10 +153,13 @@ class MemstreamMemoryService(BaseMemoryService):
 
 
 def _entry(hit: Any) -> MemoryEntry:
+    """A hit as ADK's memory entry. Its text is defused of the tags that frame memory: ADK's
+    ``PreloadMemoryTool`` puts entries between ``<PAST_CONVERSATIONS>`` tags in the system
+    instruction, which a stored closing tag would end (``memstream_client.tags``)."""
     role = "user" if hit.role == "user" else "model"
     return MemoryEntry(
         id=str(hit.id),
-        content=types.Content(role=role, parts=[types.Part(text=hit.content)]),
+        content=types.Content(role=role, parts=[types.Part(text=defused(hit.content, MEMORY_TAGS))]),
         author=hit.role or hit.kind,
         timestamp=hit.created_at.isoformat(),
         custom_metadata={"kind": hit.kind, "memory_type": hit.memory_type, "score": hit.score},

@@ -17,7 +17,6 @@ log); the guardrail denies unless it was built with ``fail_open=True``.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from google.adk.agents.callback_context import CallbackContext
@@ -29,6 +28,7 @@ from google.adk.tools.tool_context import ToolContext
 from memstream_client.adk.guardrail import Guardrail
 from memstream_client.adk.memory_service import MemstreamMemoryService
 from memstream_client.errors import MemstreamError
+from memstream_client.tags import MEMORY_TAGS, defused
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +41,12 @@ PREAMBLE = (
 )
 
 
-#: The block's own tags, however spelled (case, spaces): memory must not close the block early.
-_TAG = re.compile(r"[<\uff1c\ufe64](\s*/?\s*memstream-context)", re.IGNORECASE)
-
-
 def unframed(text: str) -> str:
     """``text`` with anything that reads as the block's tags defused (the bracket becomes U+2039):
     stored memory is untrusted, and a turn holding ``</memstream-context>`` would otherwise end
-    the memory block and go on as instructions."""
-    return _TAG.sub(lambda m: "\u2039" + m.group(1), text)
+    the memory block and go on as instructions. However spelled: case, spaces, separators,
+    look-alike letters, invisible characters, entities (``memstream_client.tags``)."""
+    return defused(text, MEMORY_TAGS)
 
 
 class MemstreamPlugin(BasePlugin):
