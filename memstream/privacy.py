@@ -15,8 +15,13 @@ names that end in a key word or name a signature when their value looks random
 (``ENCRYPTION_KEY=…``, ``AccountKey=…``, ``&sig=…``), .pgpass lines, credentials in URLs and
 the secret paths of webhook URLs, and the secrets command lines carry (``mysql -p…``,
 ``sshpass -p …``, ``curl -u user:…``, ``--token …``, ``redis-cli -a …``, ``htpasswd -b …``,
-``aws configure set aws_secret_access_key …``, …). Every value is redacted whole, whatever
-its length. E-mail addresses and phone numbers only when the tenant's policy asks for it.
+``aws configure set aws_secret_access_key …``, …; a quoted value whole, whatever it holds:
+``sshpass -p 'Tr0ub4dor&3'``). Secrets no name announces (``memstream.unnamed_secrets``): an
+AWS secret access key near its key id in any layout (same line, next line, ``credentials.csv``,
+INI, env, JSON, YAML), a table's column under a header that names a secret, IBANs that pass
+python-stdnum's check, base64 that decodes to a secret, and a random-looking value assigned to
+any name (``JWT_SIGNING=…``). Every value is redacted whole, whatever its length. E-mail
+addresses and phone numbers only when the tenant's policy asks for it.
 
 Matching runs on a normalised view of the text (NFKC, Unicode spaces and dashes unified,
 zero-width and other format characters dropped, every script's digits as ASCII digits,
@@ -64,6 +69,13 @@ from typing import Any
 
 import orjson
 
+from memstream.unnamed_secrets import (
+    aws_secret_spans,
+    encoded_secret_spans,
+    iban_spans,
+    random_value_spans,
+    secret_column_spans,
+)
 from schemas.turns import MAX_METADATA_KEY_CHARS, MAX_METADATA_VALUE_CHARS, MAX_TAG_CHARS, MAX_TOOL_NAME_CHARS
 
 PLACEHOLDER = "[REDACTED:{}]"
@@ -496,9 +508,9 @@ def _secret_word_hint(facts: Facts) -> bool:
 
 # --- command lines ----------------------------------------------------------------------------
 
-#: A shell word: quoted parts, or other characters up to whitespace or an operator. Quotes do
-#: not cross lines.
-_SHELL_WORD = re.compile(r"(?:'[^'\n]*+'?|\"[^\"\n]*+\"?|[^\s'\"|;&<>()`])++")
+#: A shell word: quoted parts, escaped characters (``\\&``), or other characters up to whitespace
+#: or an operator. Quotes do not cross lines.
+_SHELL_WORD = re.compile(r"(?:\\.?+|'[^'\n]*+'?+|\"[^\"\n]*+\"?+|[^\s'\"|;&<>()`\\])++")
 #: What ends one simple command and starts the next.
 _COMMAND_SEPARATOR = re.compile(r"[|;&\n\r(){}`]")
 #: Programs whose short options carry secrets, by family (matched in the lower-cased view).
@@ -561,6 +573,13 @@ class _Commands:
         return self.separators[k] if k < len(self.separators) else len(self.text)
 
 
+def _whole_word(text: str, word: re.Match[str]) -> tuple[int, int]:
+    """A value's shell word read whole, past the end of its simple command: a quoted value may
+    hold what separates commands (``sshpass -p 'Tr0ub4dor&3'``)."""
+    whole = _SHELL_WORD.match(text, word.start())
+    return whole.span() if whole is not None else word.span()
+
+
 def _value_in(text: str, start: int, end: int, how: str) -> tuple[int, int] | None:
     """The secret part of an option's value ``text[start:end]``."""
     if how == "colon" or how == "percent":
@@ -579,7 +598,7 @@ def _program_spans(facts: Facts, found: Sequence[re.Match[str]], commands: _Comm
             end = min(end, found[k + 1].start())
         words = list(_SHELL_WORD.finditer(text, program.end(), end))
         if family == "htpasswd":
-            yield from _htpasswd_spans(words)
+            yield from _htpasswd_spans(text, words)
             continue
         options = _SHORT_OPTIONS[family]
         logged_in = family != "login"
@@ -588,8 +607,7 @@ def _program_spans(facts: Facts, found: Sequence[re.Match[str]], commands: _Comm
             if family == "login" and value == "login":
                 logged_in = True
             if family == "http" and value in ("--user", "--proxy-user") and i + 1 < len(words):
-                nxt = words[i + 1]
-                if (span := _value_in(text, nxt.start(), nxt.end(), "colon")) is not None:
+                if (span := _value_in(text, *_whole_word(text, words[i + 1]), "colon")) is not None:
                     yield (*span, "cli_password")
                 continue
             if not value.startswith("-") or value.startswith("--"):
@@ -601,9 +619,9 @@ def _program_spans(facts: Facts, found: Sequence[re.Match[str]], commands: _Comm
                 continue
             mode, _, how = rule.partition(":")
             if len(value) > 2:  # attached: -pSECRET
-                span = _value_in(text, word.start() + 2, word.end(), how)
+                span = _value_in(text, word.start() + 2, _whole_word(text, word)[1], how)
             elif mode == "both" and i + 1 < len(words) and not words[i + 1].group().startswith("-"):
-                span = _value_in(text, words[i + 1].start(), words[i + 1].end(), how)
+                span = _value_in(text, *_whole_word(text, words[i + 1]), how)
             else:
                 continue
             if span is not None:
@@ -629,7 +647,7 @@ def _programs_in(lower: str) -> list[re.Match[str]]:
     return [found[i] for i in sorted(found)]
 
 
-def _htpasswd_spans(words: Sequence[re.Match[str]]) -> Iterator[Found]:
+def _htpasswd_spans(text: str, words: Sequence[re.Match[str]]) -> Iterator[Found]:
     """``htpasswd -b[c] FILE USER PASSWORD`` and ``htpasswd -nb USER PASSWORD``."""
     flags = ""
     positional: list[re.Match[str]] = []
@@ -642,7 +660,7 @@ def _htpasswd_spans(words: Sequence[re.Match[str]]) -> Iterator[Found]:
     if "b" in flags:
         index = 1 if "n" in flags else 2
         if len(positional) > index:
-            yield (*positional[index].span(), "cli_password")
+            yield (*_whole_word(text, positional[index]), "cli_password")
 
 
 def _long_option_spans(facts: Facts) -> Iterator[Found]:
@@ -692,7 +710,7 @@ def _config_spans(facts: Facts, commands: _Commands) -> Iterator[Found]:
             key = name.group()
             if key.startswith(("-", "[")) or "=" in key or value.group().startswith("-") or not secret_name(key):
                 continue
-            yield (*value.span(), "cli_secret")
+            yield (*_whole_word(text, value), "cli_secret")
 
 
 def _command_line_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
@@ -1207,6 +1225,55 @@ def _jwt_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
             pos = end
 
 
+# --- secrets no name announces (``memstream.unnamed_secrets``) ------------------------------------
+
+
+def _aws_secret_key_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    for start, end in aws_secret_spans(facts.text):
+        yield start, end, "aws_secret_key"
+
+
+def _iban_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    for start, end in iban_spans(facts.text):
+        yield start, end, "iban"
+
+
+def _holds_secret(decoded: str) -> bool:
+    """Whether the filter finds a secret in a text (a base64 blob's): the same detectors, so an
+    encoded secret is one in every form the filter knows."""
+    return bool(redact(decoded)[1])
+
+
+def _encoded_secret_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    for start, end in encoded_secret_spans(facts.text, _holds_secret):
+        yield start, end, "encoded_secret"
+
+
+def _secret_column_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    for start, end in secret_column_spans(facts.text, facts.lower, secret_name):
+        yield start, end, "password"
+
+
+def _not_a_secret_name(name: str) -> bool:
+    """A name of something about a secret or of an id (``token_type``, ``auth_url``, ``cache_key``)."""
+    return _NOT_A_SECRET.search(name) is not None or _NOT_A_SECRET_KEY.search(name) is not None
+
+
+def _random_value_spans(detector: Detector, facts: Facts) -> Iterator[Found]:
+    for start, end in random_value_spans(facts.text, _not_a_secret_name):
+        yield start, end, "random_value"
+
+
+def _table_hint(facts: Facts) -> bool:
+    text = facts.text
+    return "\n" in text and _secret_word_hint(facts) and any(d in text for d in ",\t;|")
+
+
+def _assignment_hint(facts: Facts) -> bool:
+    text = facts.text
+    return len(text) > 20 and ("=" in text or ":" in text)
+
+
 # --- private keys -------------------------------------------------------------------------------
 
 _PEM_BEGIN = re.compile(r"(?i)(?<!-)-{3,}+[ \t]*+BEGIN[ A-Z0-9]{0,64}?PRIVATE[ \t]++KEY(?:[ \t]++BLOCK)?+[ \t]*+-{3,}+")
@@ -1509,6 +1576,8 @@ _SECRETS: tuple[Detector, ...] = (
         hint=_any_of("private-lines", lower=True),
     ),
     Detector("jwt", None, find=_jwt_spans, hint=_any_of("eyJ")),
+    # Before the key ids are replaced: the secret is found by its id.
+    Detector("aws_secret_key", None, find=_aws_secret_key_spans, hint=_any_of("AKIA", "ASIA")),
     Detector("api_key", None, find=_api_key_spans),
     Detector(
         "bearer_token",
@@ -1539,7 +1608,11 @@ _SECRETS: tuple[Detector, ...] = (
         groups=(1,),
         hint=_any_of("cookie", lower=True),
     ),
+    # After the headers' own kinds (``Basic …`` is base64 too), before what could cut into a blob.
+    Detector("encoded_secret", None, find=_encoded_secret_spans, hint=lambda facts: len(facts.text) >= 16),
     Detector("connection_secret", None, find=_url_spans, hint=lambda facts: "://" in facts.text and "@" in facts.text),
+    # Before the numbers: a card, an SSN or a phone number could be read inside an IBAN's digits.
+    Detector("iban", None, find=_iban_spans, hint=_digits_at_least(8)),
     Detector(
         "password",
         None,
@@ -1558,6 +1631,9 @@ _SECRETS: tuple[Detector, ...] = (
         groups=(1,),
         hint=lambda facts: "hook" in facts.lower or "telegram" in facts.lower,
     ),
+    Detector("password", None, find=_secret_column_spans, hint=_table_hint),
+    # Last of the secrets: what a secret's name, a key's shape or a layout has not already taken.
+    Detector("random_value", None, find=_random_value_spans, hint=_assignment_hint),
     Detector("card_number", None, find=_card_spans, hint=_digits_at_least(13)),
     Detector("national_id", None, find=_ssn_spans, hint=_digits_at_least(9)),
     Detector("national_id", None, find=_nino_spans, hint=_digits_at_least(6)),

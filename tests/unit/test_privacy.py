@@ -300,7 +300,7 @@ def test_identifiers_carrying_a_secret_are_named(record: dict[str, Any], refused
 
 def _event(record: dict[str, Any]) -> Any:
     message = SimpleNamespace(
-        value=turn_event_codec().encode(record), topic="memstream.turns.v1", partition=0, offset=7
+        value=turn_event_codec().encode(record), topic="memstream.turns.v1", partition=0, offset=7, timestamp=None
     )
     return SimpleNamespace(message=message)
 
@@ -771,3 +771,38 @@ def test_the_audit_follows_the_tenants_policy() -> None:
     assert escaped["pattern"] == "curl -u [REDACTED:email]:[REDACTED:cli_password]"
     assert detail["description"] == ("block [REDACTED:email], token [REDACTED:api_key] PASSWORD '[REDACTED:password]'")
     assert counts == {"email": 2, "password": 2, "api_key": 1}
+
+
+# --- issue 45, findings 5 and 9: secrets that come in pairs or layouts ---------------------------
+
+AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#: base64 of ``aws_secret_access_key=wJalr…`` (the red team's wrapping).
+AWS_WRAPPED = "YXdzX3NlY3JldF9hY2Nlc3Nfa2V5PXdKYWxyWFV0bkZFTUkvSzdNREVORy9iUHhSZmlDWUVYQU1QTEVLRVk="
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # finding 5: the secret on the line after its key id, and in credentials.csv
+        (f"{AWS_ID}\n{AWS_SECRET}", "[REDACTED:api_key]\n[REDACTED:aws_secret_key]"),
+        (
+            f"User name,Access key ID,Secret access key\nalice,{AWS_ID},{AWS_SECRET}",
+            "User name,Access key ID,Secret access key\nalice,[REDACTED:api_key],[REDACTED:aws_secret_key]",
+        ),
+        # finding 9: IBANs, spaced and compact
+        ("IBAN DE89 3704 0044 0532 0130 00 thanks", "IBAN [REDACTED:iban] thanks"),
+        ("pay to GB82WEST12345698765432 today", "pay to [REDACTED:iban] today"),
+        # finding 9: a base64-wrapped secret assignment
+        (f"echo {AWS_WRAPPED} | base64 -d", "echo [REDACTED:encoded_secret] | base64 -d"),
+        # finding 9: a secret assigned to a name without a secret word
+        ("JWT_SIGNING=Zk3q9XbT2mPa7LwR8vYc4NdE6hJs1GuK", "JWT_SIGNING=[REDACTED:random_value]"),
+        # finding 9: a quoted password holding a shell operator, redacted whole
+        ("sshpass -p 'Tr0ub4dor&3' ssh -p 2222 deploy", "sshpass -p [REDACTED:cli_password] ssh -p 2222 deploy"),
+    ],
+)
+def test_issue_45_pairs_and_layouts_are_redacted(text: str, expected: str) -> None:
+    out, found = redact(text)
+    assert out == expected and found
+    assert redact(out) == (out, {})
+    assert redact(out, ALL) == (out, {})

@@ -17,6 +17,7 @@ other processes on the machine and what earlier tests left in this one do not co
 
 from __future__ import annotations
 
+import base64
 from functools import partial
 
 import pytest
@@ -135,6 +136,26 @@ CURATED: tuple[tuple[str, str], ...] = (
     ("arrows", "password -> "),
     ("double-encoded at", "a%2540"),
     ("escaped closing tags", "<password>a<\\/"),
+    # issue 45: secrets found by their layout, a checksum, their encoding or their look
+    ("aws key ids", "AKIAIOSFODNN7EXAMPLE "),
+    ("aws ids and secrets", "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"),
+    ("aws id, base64 runs", "AKIAIOSFODNN7EXAMPLE" + "wJalrXUtnFEMI/K7" * 20 + " "),
+    ("iban groups", "DE89 "),
+    ("iban digits", "DE89 3704 "),
+    ("iban, lower case", "gb82west"),
+    ("iban dashes", "CH93-0076-"),
+    ("base64 runs", "YWJjZGVmZ2hpamtsbW5v "),
+    ("base64, wrapped lines", "QUJD" * 19 + "\n"),
+    ("base64 in base64", base64.b64encode(base64.b64encode(b"token: zqabc123 ")).decode() + " "),
+    ("base64, url-safe", "a-b_" * 5 + " "),
+    ("random values", "a=Zk3q9XbT2mPa7LwR8vYc4NdE6hJs1GuK "),
+    ("assignment names", "x" * 70 + "="),
+    ("assignment separators", "a: "),
+    ("csv headers", "user,password\n"),
+    ("csv rows", "user,password\nbob,Hunter2x\n" + "a,b\n" * 3),
+    ("table rules", "| user | password |\n|---|---|\n"),
+    ("shell escapes", "sshpass -p \\"),
+    ("quoted shell words", "sshpass -p 'a&"),
 )
 
 #: One example of what each detector finds: their prefixes make the generated families.
@@ -190,6 +211,14 @@ EXAMPLES: tuple[str, ...] = (
     "536.22.1234",
     "4111_1111_1111_1111",
     "password=[REDACTED:x]Hunter2Secret",
+    "AKIAIOSFODNN7EXAMPLE\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "User name,Access key ID,Secret access key\nalice,AKIAIOSFODNN7EXAMPLE,wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "DE89 3704 0044 0532 0130 00",
+    "GB82WEST12345698765432",
+    "YXdzX3NlY3JldF9hY2Nlc3Nfa2V5PXdKYWxyWFV0bkZFTUkvSzdNREVORy9iUHhSZmlDWUVYQU1QTEVLRVk=",
+    "JWT_SIGNING=Zk3q9XbT2mPa7LwR8vYc4NdE6hJs1GuK",
+    "sshpass -p 'Tr0ub4dor&3' ssh h",
+    "username,password\nbob,Hunter2x",
 )
 
 
