@@ -41,6 +41,8 @@ class DeadLetter:
     key: bytes | None
     value: bytes
     headers: dict[str, str]
+    #: The record's time (ms): the original's, so when memstream received it; kept on a replay.
+    timestamp_ms: int | None = None
 
     @property
     def reason(self) -> str:
@@ -131,6 +133,7 @@ async def read_dead_letters(
                         key=r.key,
                         value=r.value or b"",
                         headers={k: (v or b"").decode("utf-8", "replace") for k, v in r.headers},
+                        timestamp_ms=r.timestamp if r.timestamp is not None and r.timestamp > 0 else None,
                     )
                     for r in records
                 )
@@ -174,6 +177,7 @@ async def replay_dead_letters(
                 key=d.key,
                 value=d.value,
                 headers=[(REPLAYED_FROM, f"{d.partition}:{d.offset}".encode())],
+                timestamp_ms=d.timestamp_ms,  # when memstream received it, not when it was re-driven
             )
             for d in letters
         ]

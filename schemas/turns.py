@@ -87,9 +87,22 @@ class Turn:
     topic: str = ""
     partition: int = -1
     offset: int = -1
+    #: When memstream received it (``received_at``): what an erasure and a consent are ordered
+    #: against, never ``event_time``, which the client chose. None (unknown) is forgotten
+    #: whenever its user was ever erased.
+    received_at: datetime | None = None
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any], *, schema_id: int, topic: str, partition: int, offset: int) -> Turn:
+    def from_record(
+        cls,
+        record: Mapping[str, Any],
+        *,
+        schema_id: int,
+        topic: str,
+        partition: int,
+        offset: int,
+        received_at: datetime | None = None,
+    ) -> Turn:
         event_id = record["event_id"]
         return cls(
             event_id=event_id if isinstance(event_id, uuid.UUID) else uuid.UUID(str(event_id)),
@@ -110,7 +123,19 @@ class Turn:
             topic=topic,
             partition=partition,
             offset=offset,
+            received_at=received_at,
         )
+
+
+def received_at(timestamp_s: float | None, *, now: datetime) -> datetime | None:
+    """When memstream received a record, from its Kafka timestamp (seconds): the gateway's
+    clock when it published the turn, the broker's where a topic stamps the time it appends
+    (``message.timestamp.type=LogAppendTime``), a direct producer's clock otherwise; every
+    re-publication (retry, dead letter, its replay) keeps the original's. Never later than
+    ``now`` (whoever reads it has received it by then); None when the record has no time."""
+    if timestamp_s is None or timestamp_s <= 0:
+        return None
+    return min(datetime.fromtimestamp(timestamp_s, UTC), now)
 
 
 def turn_key(tenant_id: str, session_id: str) -> bytes:

@@ -45,7 +45,8 @@ class DeadLetters:
             stage,
             reason,
         )
-        pending = await self.topic.send(key=key, value=value, headers=headers)
+        # The original's time is when memstream received it (``received_at``): kept for a replay.
+        pending = await self.topic.send(key=key, value=value, headers=headers, timestamp=message.timestamp)
         await pending
         self.sent += 1
         if self.metrics is not None:

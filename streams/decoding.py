@@ -11,7 +11,7 @@ import faust
 from memstream.privacy import identifier_problems
 from schemas.codec import HEADER_SIZE, AvroCodec
 from schemas.errors import DecodeError
-from schemas.turns import MAX_FUTURE, Turn, problems
+from schemas.turns import MAX_FUTURE, Turn, problems, received_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,7 @@ def decode_events(
                     topic=message.topic,
                     partition=message.partition,
                     offset=message.offset,
+                    received_at=received_at(message.timestamp, now=now),
                 ),
                 event,
             )

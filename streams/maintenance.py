@@ -124,6 +124,7 @@ class Maintainer:
             project_id=None, session_id=maintenance_session(day.day), role="system", content=text,
             event_time=end, tags=("summary",), metadata={"compacted_from": str(len(turns)), "day": day.day.isoformat()},
             shared=day.visibility.shared if day.visibility else all(e["shared"] for e in day.episodes),
+            received_at=day.read_at,
         )  # fmt: skip
         vector = (await self.embedder.embed([text]))[0]
         episode = Episode(

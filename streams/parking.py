@@ -87,7 +87,8 @@ class RetryParking:
             }
             value = message.value if isinstance(message.value, bytes) else b""
             key = message.key if isinstance(message.key, bytes) else None
-            acks.append(await self.topic.send(key=key, value=value, headers=headers))
+            # The original's time is when memstream received the turn (``received_at``): kept.
+            acks.append(await self.topic.send(key=key, value=value, headers=headers, timestamp=message.timestamp))
         for ack in acks:
             await ack
         self.parked += len(batch)

@@ -54,8 +54,10 @@ async def consent(
     user_id: Annotated[str, Path(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)],
     principal: Annotated[Principal, Depends(scoped("admin", tenant_wide=True))],
 ) -> ConsentOut:
-    """Turns dated after this moment are stored again; what the erasure removed (and any turn
-    sent again with an erased event id) stays forgotten. Audited."""
+    """Turns memstream receives after this moment are stored again, whatever ``event_time``
+    they carry; a turn received before it (still in flight behind a lagging worker, dated
+    however far ahead), what the erasure removed and any turn sent again with an erased event
+    id stay forgotten. Audited."""
     async with tenant_transaction(state.pool, principal.tenant_id, actor=principal.key_id) as conn:
         given = await record_consent(conn, user_id)
     return ConsentOut(consent_id=given.consent_id, consented_at=given.consented_at, after_erasure=given.after_erasure)

@@ -45,10 +45,12 @@ EPISODES = StagedInsert.of(
         ("embedding_model", "text"),
         ("embedding_dim", "int4"),
         ("created_at", "timestamptz"),
+        ("received_at", "timestamptz"),
     ],
-    time_column="created_at",
+    time_column="received_at",
     computed=(("text_config", TENANT_TEXT_CONFIG),),
     skip_forgotten_episodes=True,
+    staged_only=("received_at",),
 )
 
 DEFAULT_IMPORTANCE = 0.5
@@ -69,7 +71,7 @@ def _row(e: Episode, model: str) -> tuple[Any, ...]:
     return (
         t.tenant_id, t.event_id, t.agent_id, t.user_id, t.project_id, t.session_id, t.role, e.memory_type,
         t.content, e.token_count, e.importance, list(t.tags), Jsonb(dict(t.metadata)), t.shared, e.embedding,
-        model, int(e.embedding.shape[0]), t.event_time,
+        model, int(e.embedding.shape[0]), t.event_time, t.received_at,
     )  # fmt: skip
 
 

@@ -6,9 +6,13 @@ lock, so it waits for in-flight writes and every later write sees its tombstone.
 
 What is forgotten (``memstream_forgotten``, migration 0007): an event whose id an erasure
 removed, whatever time it claims; and every event of an erased user until an operator
-records the user's renewed consent (``memstream_consent_user``), after which events dated
-after the consent are stored again. A client-chosen ``event_time`` therefore cannot bring
-an erased user's memory back, nor can a retry of a post that timed out.
+records the user's renewed consent (``memstream_consent_user``), after which events
+*received* after the consent are stored again. Erasure and consent are ordered by when
+memstream received an event (``Turn.received_at``: its Kafka record's time), never by the
+``event_time`` a client wrote in it: a turn acknowledged before an erasure stays forgotten
+however far ahead it is dated and however late a worker reaches it, nor can a retry of a
+post that timed out bring it back. An event whose arrival is unknown (None) is forgotten
+whenever its user was ever erased.
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ async def lock_users(conn: psycopg.AsyncConnection[Any], tenant_id: str, users: 
 
 
 async def forgotten(
-    conn: psycopg.AsyncConnection[Any], tenant_id: str, events: Iterable[tuple[uuid.UUID, str, datetime]]
+    conn: psycopg.AsyncConnection[Any], tenant_id: str, events: Iterable[tuple[uuid.UUID, str, datetime | None]]
 ) -> set[uuid.UUID]:
-    """Which of these (event id, user id, event time) of the current tenant are forgotten."""
+    """Which of these (event id, user id, time memstream received it) of the current tenant
+    are forgotten."""
     items = list(events)
     if not items:
         return set()

@@ -35,8 +35,9 @@ EVENT_LOG = StagedInsert.of(
         ("source_topic", "text"),
         ("source_partition", "int4"),
         ("source_offset", "int8"),
+        ("received_at", "timestamptz"),
     ],
-    time_column="event_time",
+    time_column="received_at",
     order_by=("source_partition", "source_offset"),
 )
 
@@ -45,7 +46,7 @@ def _row(t: Turn) -> tuple[Any, ...]:
     return (
         t.tenant_id, t.event_id, t.agent_id, t.user_id, t.project_id, t.session_id, t.role,
         t.content, t.event_time, t.tool_name, t.tool_status, list(t.tags), Jsonb(dict(t.metadata)),
-        t.shared, t.schema_id, t.topic, t.partition, t.offset,
+        t.shared, t.schema_id, t.topic, t.partition, t.offset, t.received_at,
     )  # fmt: skip
 
 
@@ -115,12 +116,17 @@ class LogPosition:
 
 
 async def log_position(
-    conn: psycopg.AsyncConnection[Any], *, tenant_id: str, user_id: str, event_id: uuid.UUID, event_time: datetime
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    user_id: str,
+    event_id: uuid.UUID,
+    received_at: datetime | None,
 ) -> LogPosition:
     cur = await conn.execute(
         "SELECT (SELECT seq FROM event_log WHERE tenant_id = %(tenant)s AND event_id = %(event)s),"
         " memstream_forgotten(%(tenant)s, %(user)s, %(event)s, %(at)s)",
-        {"tenant": tenant_id, "user": user_id, "event": event_id, "at": event_time},
+        {"tenant": tenant_id, "user": user_id, "event": event_id, "at": received_at},
     )
     row = await cur.fetchone()
     if row is None:  # pragma: no cover - a SELECT without FROM returns one row

@@ -62,6 +62,8 @@ class FactRecord:
     shared: bool
     extractor: str
     embedding: npt.NDArray[np.float32]
+    #: When memstream received the turn that stated it: what an erasure is ordered against.
+    received_at: datetime | None = None
 
     @property
     def subject_key(self) -> str:
@@ -339,7 +341,7 @@ async def apply_facts(
     tenant = facts[0].tenant_id
     users = {f.user_id for f in facts}
     await lock_users(conn, tenant, users)
-    erased = await forgotten(conn, tenant, ((f.source_event_id, f.user_id, f.observed_at) for f in facts))
+    erased = await forgotten(conn, tenant, ((f.source_event_id, f.user_id, f.received_at) for f in facts))
     unsaid = await _forgotten_statements(conn, tenant, facts)
     applied = []
     for index, fact in enumerate(facts):

@@ -135,6 +135,8 @@ class DayOfEpisodes:
     episodes: list[dict[str, Any]]
     #: None: every agent's episodes of the day (compactions logged before days were split).
     visibility: Visibility | None = None
+    #: Just before they were read: the summary of them is ordered against an erasure by it.
+    read_at: datetime | None = None
 
 
 async def days_to_compact(
@@ -156,6 +158,7 @@ async def episodes_of_day(
 ) -> DayOfEpisodes:
     start = datetime(day.year, day.month, day.day, tzinfo=UTC)
     agent, shared = (visibility.agent_id, visibility.shared) if visibility else (None, None)
+    read_at = datetime.now(UTC)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             "SELECT event_id, agent_id, project_id, session_id, role, content, importance, created_at, shared"
@@ -164,7 +167,7 @@ async def episodes_of_day(
             " AND (%s::text IS NULL OR (agent_id = %s AND shared = %s)) ORDER BY created_at LIMIT %s",
             (user_id, start, start + timedelta(days=1), agent, agent, shared, cap),
         )
-        return DayOfEpisodes(user_id, day, await cur.fetchall(), visibility)
+        return DayOfEpisodes(user_id, day, await cur.fetchall(), visibility, read_at)
 
 
 def summary_event_id(tenant_id: str, user_id: str, day: date, first: uuid.UUID) -> uuid.UUID:

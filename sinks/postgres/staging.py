@@ -30,7 +30,8 @@ class StagedInsert:
     table: str
     columns: tuple[str, ...]
     types: tuple[str, ...]
-    #: The column holding the event's time, compared with a tombstone's erasure time.
+    #: The column holding when memstream received the event (``Turn.received_at``), which
+    #: erasures and consents are ordered against (never the client's ``event_time``).
     time_column: str
     #: Appended to the INSERT ... SELECT, e.g. an ORDER BY that fixes the append order.
     order_by: tuple[str, ...] = ()
@@ -40,6 +41,8 @@ class StagedInsert:
     #: Also skip rows whose event id names an episode forgotten on its own
     #: (``memstream_episode_forgotten``, migration 0010).
     skip_forgotten_episodes: bool = False
+    #: Staged columns that are only checked, not inserted (the table has no such column).
+    staged_only: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -51,6 +54,7 @@ class StagedInsert:
         order_by: tuple[str, ...] = (),
         computed: tuple[tuple[str, str], ...] = (),
         skip_forgotten_episodes: bool = False,
+        staged_only: tuple[str, ...] = (),
     ) -> StagedInsert:
         """Build from (column, type) pairs."""
         return cls(
@@ -61,6 +65,7 @@ class StagedInsert:
             order_by=order_by,
             computed=computed,
             skip_forgotten_episodes=skip_forgotten_episodes,
+            staged_only=staged_only,
         )
 
     @property
@@ -82,8 +87,9 @@ class StagedInsert:
         )
 
     def _insert(self) -> sql.Composed:
-        targets = sql.SQL(", ").join(map(sql.Identifier, (*self.columns, *(c for c, _ in self.computed))))
-        values = sql.SQL(", ").join([*map(sql.Identifier, self.columns), *(sql.SQL(e) for _, e in self.computed)])
+        inserted = [c for c in self.columns if c not in self.staged_only]
+        targets = sql.SQL(", ").join(map(sql.Identifier, (*inserted, *(c for c, _ in self.computed))))
+        values = sql.SQL(", ").join([*map(sql.Identifier, inserted), *(sql.SQL(e) for _, e in self.computed)])
         order: sql.Composable = sql.SQL("")
         skip: sql.Composable = sql.SQL("")
         if self.skip_forgotten_episodes:

@@ -40,8 +40,9 @@ REPLAY_SOURCE = "memstream.replay"
 
 
 def to_event(logged: LoggedEvent, codec: AvroCodec) -> faust.EventT[bytes]:
-    """The logged turn as the Kafka record the workers consume. Replayed events never reach a
-    broker and are never acknowledged, so they carry no app."""
+    """The logged turn as the Kafka record the workers consume, with the time memstream
+    received it as the record's. Replayed events never reach a broker and are never
+    acknowledged, so they carry no app."""
     record = {
         "event_id": str(logged.event_id), "tenant_id": logged.tenant_id, "agent_id": logged.agent_id,
         "user_id": logged.user_id, "project_id": logged.project_id, "session_id": logged.session_id,
@@ -52,7 +53,7 @@ def to_event(logged: LoggedEvent, codec: AvroCodec) -> faust.EventT[bytes]:
     key = turn_key(logged.tenant_id, logged.session_id)
     value = codec.encode(record)
     message = Message(
-        topic=REPLAY_SOURCE, partition=0, offset=logged.seq, timestamp=logged.event_time.timestamp(),
+        topic=REPLAY_SOURCE, partition=0, offset=logged.seq, timestamp=logged.received_at.timestamp(),
         timestamp_type=0, headers=None, key=key, value=value, checksum=None,
     )  # fmt: skip
     return faust.Event(cast(AppT, None), key, value, None, message)

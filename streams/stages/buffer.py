@@ -35,7 +35,7 @@ class BufferStage(SinkStage):
                 users = {d.turn.user_id for d in items}
                 await lock_users(conn, tenant, users)
                 erased = await forgotten(
-                    conn, tenant, ((d.turn.event_id, d.turn.user_id, d.turn.event_time) for d in items)
+                    conn, tenant, ((d.turn.event_id, d.turn.user_id, d.turn.received_at) for d in items)
                 )
                 erased |= await forgotten_episodes(conn, tenant, (d.turn.event_id for d in items))
                 for item in items:

@@ -124,7 +124,7 @@ class ExtractionStage(SinkStage):
             async with tenant_transaction(self.resources.pool, turn.tenant_id, actor="worker") as conn:
                 position = await log_position(
                     conn, tenant_id=turn.tenant_id, user_id=turn.user_id, event_id=turn.event_id,
-                    event_time=turn.event_time,
+                    received_at=turn.received_at,
                 )  # fmt: skip
             if position.seq is not None or position.forgotten:
                 return position
@@ -239,6 +239,7 @@ class ExtractionStage(SinkStage):
             "project_id": fact.project_id if fact.scope == "project" else None,
             "source_event_id": str(turn.event_id),
             "observed_at": turn.event_time,
+            "received_at": turn.received_at,
             "entity": fact.entity,
             "category": fact.category,
             "scope": fact.scope,

@@ -62,4 +62,5 @@ def _fact(record: dict[str, object], vector: object) -> FactRecord:
         summary=str(record["summary"]), importance=float(record["importance"]),  # type: ignore[arg-type]
         triples=tuple(Triple(t["subject"], t["predicate"], t["object"]) for t in triples),
         shared=bool(record["shared"]), extractor=str(record["extractor"]), embedding=vector,  # type: ignore[arg-type]
+        received_at=record.get("received_at"),  # type: ignore[arg-type]
     )  # fmt: skip

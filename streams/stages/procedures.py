@@ -54,7 +54,7 @@ def lesson(turn: Turn, run: SkillRun) -> Turn:
         role="tool", content=f"Lesson from a failed {run.skill} ({turn.event_time:%Y-%m-%d}): {run.feedback}",
         event_time=turn.event_time, tool_name=turn.tool_name, tool_status="failure",
         tags=("lesson", "failure"), metadata={"skill": run.skill, "source_event_id": str(turn.event_id)},
-        shared=turn.shared,
+        shared=turn.shared, received_at=turn.received_at,
     )  # fmt: skip
 
 
@@ -80,7 +80,7 @@ class ProcedureStage(SinkStage):
                 users = {runs[i][0].user_id for i in positions}
                 await lock_users(conn, tenant, users)
                 erased = await forgotten(
-                    conn, tenant, ((runs[i][0].event_id, runs[i][0].user_id, runs[i][0].event_time) for i in positions)
+                    conn, tenant, ((runs[i][0].event_id, runs[i][0].user_id, runs[i][0].received_at) for i in positions)
                 )
                 for i in positions:
                     turn, run = runs[i]

@@ -49,6 +49,9 @@ class LoggedEvent:
     metadata: dict[str, Any]
     shared: bool
     source_topic: str
+    #: When memstream received it (logged before migration 0017: its event time, the rule
+    #: it was stored under).
+    received_at: datetime
 
     @property
     def is_maintenance(self) -> bool:
@@ -58,7 +61,7 @@ class LoggedEvent:
 
 _READ = """
 SELECT seq, event_id, tenant_id, agent_id, user_id, project_id, session_id, role, content, event_time, tool_name,
-       tool_status, tags, metadata, shared, source_topic
+       tool_status, tags, metadata, shared, source_topic, coalesce(received_at, event_time) AS received_at
 FROM event_log
 WHERE tenant_id = %(tenant)s AND seq > %(after)s AND seq <= %(upto)s
   AND (%(user)s::text IS NULL OR user_id = %(user)s)

@@ -1,0 +1,11 @@
+-- When memstream received each logged event: what erasure and consent are ordered against.
+--
+-- `memstream_forgotten(tenant, user, event, time)` (migration 0007) stores an erased user's
+-- events again once a consent precedes `time`. Writers passed the turn's `event_time`, which
+-- the client chooses: a turn acknowledged before an erasure but dated minutes ahead, reached
+-- by a lagging worker after the consent, was stored. They now pass the time memstream
+-- received it (the Kafka record's time: the gateway's clock when it published the turn), and
+-- the event log keeps it, so that a replay decides the same. Rows logged before this
+-- migration have none (NULL): a replay reads their `event_time` instead, the rule they were
+-- stored under. Adding a nullable column without a default rewrites nothing.
+ALTER TABLE event_log ADD COLUMN received_at timestamptz;
