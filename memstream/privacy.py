@@ -508,9 +508,10 @@ def _secret_word_hint(facts: Facts) -> bool:
 
 # --- command lines ----------------------------------------------------------------------------
 
-#: A shell word: quoted parts, escaped characters (``\\&``), or other characters up to whitespace
-#: or an operator. Quotes do not cross lines.
-_SHELL_WORD = re.compile(r"(?:\\.?+|'[^'\n]*+'?+|\"[^\"\n]*+\"?+|[^\s'\"|;&<>()`\\])++")
+#: A shell word: quoted parts, escaped characters (``\\&``; not ``\\"``, which in JSON-escaped
+#: text opens a quote), or other characters up to whitespace or an operator. Quotes do not
+#: cross lines.
+_SHELL_WORD = re.compile(r"(?:\\[^\"'\n]?+|'[^'\n]*+'?+|\"[^\"\n]*+\"?+|[^\s'\"|;&<>()`\\])++")
 #: What ends one simple command and starts the next.
 _COMMAND_SEPARATOR = re.compile(r"[|;&\n\r(){}`]")
 #: Programs whose short options carry secrets, by family (matched in the lower-cased view).
@@ -581,8 +582,16 @@ def _whole_word(text: str, word: re.Match[str]) -> tuple[int, int]:
 
 
 def _value_in(text: str, start: int, end: int, how: str) -> tuple[int, int] | None:
-    """The secret part of an option's value ``text[start:end]``."""
+    """The secret part of an option's value ``text[start:end]`` (a quoted ``'user:password'``
+    keeps its closing quote, as it keeps its opening one)."""
     if how == "colon" or how == "percent":
+        opening = start
+        while opening < end and text[opening] == "\\":  # \"user:password\" in JSON
+            opening += 1
+        if end - opening > 1 and text[opening] in "'\"" and text[end - 1] == text[opening]:
+            end -= 1
+            while end > opening and text[end - 1] == "\\":
+                end -= 1
         at = text.find(":" if how == "colon" else "%", start, end)
         return (at + 1, end) if at >= 0 and at + 1 < end else None
     return (start, end) if end > start else None
@@ -1609,7 +1618,7 @@ _SECRETS: tuple[Detector, ...] = (
         hint=_any_of("cookie", lower=True),
     ),
     # After the headers' own kinds (``Basic …`` is base64 too), before what could cut into a blob.
-    Detector("encoded_secret", None, find=_encoded_secret_spans, hint=lambda facts: len(facts.text) >= 16),
+    Detector("encoded_secret", None, find=_encoded_secret_spans, hint=lambda facts: len(facts.text) >= 12),
     Detector("connection_secret", None, find=_url_spans, hint=lambda facts: "://" in facts.text and "@" in facts.text),
     # Before the numbers: a card, an SSN or a phone number could be read inside an IBAN's digits.
     Detector("iban", None, find=_iban_spans, hint=_digits_at_least(8)),

@@ -120,13 +120,29 @@ def _cells(text: str, start: int, stop: int, delimiter: str) -> list[Span]:
                 continue
         following = text.find(delimiter, pos, stop)
         end = stop if following < 0 else following
-        trimmed = end
-        while trimmed > pos and text[trimmed - 1] in " \t\r":
-            trimmed -= 1
-        cells.append((pos, trimmed))
+        cells.append(_unquoted(text, pos, end))
         if following < 0:
             return cells
         pos = following + 1
+
+
+_ESCAPED_QUOTE = re.compile(r'\\*+"')
+
+
+def _unquoted(text: str, start: int, end: int) -> Span:
+    """A cell without its blanks, and without its quotes when they are escaped (a CSV line
+    inside JSON: ``\\"host\\",\\"api_token\\"``)."""
+    while end > start and text[end - 1] in " \t\r":
+        end -= 1
+    opening = _ESCAPED_QUOTE.match(text, start, end)
+    if opening is not None and opening.end() - start > 1 and end - opening.end() > 0:
+        closing = text.rfind('"', opening.end(), end)
+        back = closing
+        while back > opening.end() and text[back - 1] == "\\":
+            back -= 1
+        if closing == end - 1 and back < closing:
+            return opening.end(), back
+    return start, end
 
 
 def _secret_columns(text: str, cells: list[Span], is_secret_name: Callable[[str], bool]) -> list[int]:
@@ -271,12 +287,13 @@ def iban_spans(text: str) -> Iterator[Span]:
 
 # --- base64 that decodes to a secret --------------------------------------------------------------
 
-#: A base64 run: the standard or the URL-safe alphabet, padded or not, 16 characters at least
-#: (``password=x`` is 16 encoded).
-_ENCODED = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}+=*+")
+#: A base64 run: the standard or the URL-safe alphabet, padded or not, 12 characters at least
+#: before its padding (``pwd=x1234`` is ``cHdkPXgxMjM0``).
+_ENCODED = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{12,}+=*+")
 #: Lines of base64 wrapped by ``base64`` (76), PEM (64) or anything else: a line that is a whole
 #: number of base64 quanta, 40 characters or more, continues on the next.
 _WRAP_MIN = 40
+_ENCODED_LINE = re.compile(r"[A-Za-z0-9+/_-]++=*+")
 _NEWLINE = re.compile(r"\r?\n")
 _PRINTABLE_SHARE = 0.95
 
@@ -300,18 +317,21 @@ def decode_text(blob: str) -> str | None:
     return decoded if decoded and printable >= _PRINTABLE_SHARE * len(decoded) else None
 
 
-def _encoded_blobs(text: str) -> Iterator[Span]:
-    """Each base64 run, joined with the lines it is wrapped onto."""
+def _encoded_blobs(text: str) -> Iterator[tuple[int, int, int]]:
+    """Each base64 run, joined with the lines it is wrapped onto: (start, end, and where its
+    last line starts when that line is shorter than the others — a word after a blob may be
+    read as its last line, so the blob is also tried without it; else ``end``)."""
     pos = 0
     while (run := _ENCODED.search(text, pos)) is not None:
         start, end = run.span()
-        line = end - start
+        line, last = end - start, end
         while line >= _WRAP_MIN and line % 4 == 0 and (newline := _NEWLINE.match(text, end)) is not None:
-            more = _ENCODED.match(text, newline.end())
+            more = _ENCODED_LINE.match(text, newline.end())
             if more is None:
                 break
+            last = end if more.end() - more.start() < line else more.end()
             end, line = more.end(), more.end() - more.start()
-        yield start, end
+        yield start, end, last
         pos = end
 
 
@@ -319,12 +339,15 @@ def encoded_secret_spans(text: str, holds_secret: Callable[[str], bool]) -> Iter
     """Base64 blobs whose text ``holds_secret`` (the filter itself: what it would redact in
     the text it redacts in the text's encoding; each level of encoding is a quarter shorter,
     so encodings inside encodings cost no more than the text does once)."""
-    for start, end in _encoded_blobs(text):
+    for start, end, last in _encoded_blobs(text):
         if _UPPER.search(text, start, end) is None or _LOWER.search(text, start, end) is None:
             continue  # base64 of text has both cases; a lower-case path or identifier is none
-        decoded = decode_text(text[start:end])
-        if decoded is not None and holds_secret(decoded):
-            yield start, end
+        for stop in (end, last) if last < end else (end,):
+            decoded = decode_text(text[start:stop])
+            if decoded is not None:
+                if holds_secret(decoded):
+                    yield start, stop
+                break
 
 
 # --- an assigned value that looks random -----------------------------------------------------------
@@ -333,12 +356,14 @@ def encoded_secret_spans(text: str, holds_secret: Callable[[str], bool]) -> Iter
 _VALUE = re.compile(r"(?<![A-Za-z0-9+/_.~-])[A-Za-z0-9+/_.~-]{20,}+=*+")
 _VALUE_MIN = 20
 #: Before a value, read backwards: its opening quote, a separator (``=``, ``:``, ``:=``, ``=>``)
-#: with blanks, the name's closing quote (escaped in JSON inside JSON), the name.
+#: with blanks (and a line break: YAML's ``name:⏎  value``), the name's closing quote (escaped in
+#: JSON inside JSON), the name.
 _ASSIGNED_BACK = re.compile(
-    r"(?:[\"'`]\\*+)?+[ \t]*+(?P<sep>=:|>=|=|:)[ \t]*+(?:[\"'`]\\*+)?+(?P<name>[A-Za-z0-9_.-]{1,64}+)"
+    r"(?:[\"'`]\\*+)?+[ \t]*+(?:\n\r?+[ \t]*+)?+(?P<sep>=:|>=|=|:)[ \t]*+(?:[\"'`]\\*+)?+"
+    r"(?P<name>[A-Za-z0-9_.-]{1,64}+)"
 )
 _NAME_REACH = 80
-_BEFORE_VALUE = frozenset("\"'`\\ \t")
+_BEFORE_VALUE = frozenset("\"'`\\ \t\r\n")
 #: Words of a name that say its value is a digest, an identifier, a version or public, not a
 #: secret (``_id``, ``_path``, ``_url``, ``cache_key``, … are the filter's own: ``not_secret_name``).
 _NOT_SECRET_WORDS = frozenset(

@@ -580,6 +580,192 @@ def placeholder_prefixed(draw: st.DrawFn) -> Secret:
     return Secret("password", form.format(p=fake, v=value, w=more), needles=(value,))
 
 
+# --- issue 45: secrets that come in pairs or layouts ------------------------------------------
+
+_AWS_SECRET_ALPHABET = _ALNUM + "+/"
+
+
+@st.composite
+def aws_secret_keys(draw: st.DrawFn) -> str:
+    """40 characters of base64 with upper and lower case and a digit (as every real one has)."""
+    body = draw(_token(_AWS_SECRET_ALPHABET, 37))
+    return "".join(sorted((draw(st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZ")), "z", "7"))) + body
+
+
+@st.composite
+def aws_pairs(draw: st.DrawFn) -> Secret:
+    """An access key id and its secret access key, in each layout AWS prints or people paste:
+    same line, next line, either order, credentials.csv (new and old, with the console password),
+    ``aws configure``'s prompts, ``--output text``, INI, env, JSON, YAML, Terraform, a Markdown
+    table, prose."""
+    key_id = "AKIA" + draw(_token(_UPPER_DIGITS, 16))
+    secret = draw(aws_secret_keys())
+    password = draw(_SECRET_VALUE)
+    sep = draw(st.sampled_from((" ", "\t", ":", ",", " / ", "\n", "\r\n", "\n\n", " = ")))
+    form = draw(st.sampled_from((
+        "{i}{sep}{s}", "{s}{sep}{i}", "Access key ID,Secret access key\n{i},{s}\n",
+        "User name,Password,Access key ID,Secret access key,Console login link\nalice,{p},{i},{s},https://x.signin.aws.amazon.com/console\n",
+        "AWS Access Key ID [None]: {i}\nAWS Secret Access Key [None]: {s}\nDefault region name [None]: eu-west-1",
+        "ACCESSKEY\t{i}\t2024-03-09T18:39:23+00:00\t{s}\tActive\talice",
+        "[default]\naws_access_key_id = {i}\naws_secret_access_key = {s}", "AWS_ACCESS_KEY_ID={i}\nAWS_SECRET_ACCESS_KEY={s}",
+        "json", "credentials:\n  access_key_id: {i}\n  secret_access_key: {s}", 'access_key = "{i}"\nsecret_key = "{s}"',
+        "| {i} | {s} | Active |", "the key is {i} and the secret {s}, rotate both",
+    )))  # fmt: skip
+    if form == "json":
+        text = json.dumps({"AccessKey": {"UserName": "alice", "AccessKeyId": key_id, "Status": "Active",
+                                         "SecretAccessKey": secret}}, indent=draw(st.sampled_from((None, 2, 4))))  # fmt: skip
+    else:
+        text = form.format(i=key_id, s=secret, p=password, sep=sep)
+    if text.startswith("User name") or text.startswith("Access key ID"):
+        text = "\n" + text  # a table starts on a line of its own
+    needles = (secret[:20], secret[20:]) + ((password,) if "{p}" in form else ())
+    return Secret("aws_secret_key", text, needles=needles)
+
+
+#: IBAN formats by country (python-stdnum's registry): (country, BBAN of digits "n", letters "a", either "c").
+_IBAN_FORMATS = (("DE", "n" * 18), ("GB", "aaaa" + "n" * 14), ("FR", "n" * 10 + "c" * 11 + "nn"), ("NL", "aaaa" + "n" * 10),
+                 ("ES", "n" * 20), ("IT", "a" + "n" * 10 + "c" * 12), ("CH", "n" * 5 + "c" * 12), ("BE", "n" * 12),
+                 ("PL", "n" * 24), ("NO", "n" * 11), ("AT", "n" * 16), ("IE", "aaaa" + "n" * 14))  # fmt: skip
+_IBAN_CLASSES = {"n": "0123456789", "a": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "c": _UPPER_DIGITS}
+
+
+def iban(country: str, bban: str) -> str:
+    """A valid IBAN: the country, the check digits that make it pass mod 97, the BBAN."""
+    numeric = "".join(str(int(c, 36)) for c in bban + country) + "00"
+    return f"{country}{98 - int(numeric) % 97:02d}{bban}"
+
+
+@st.composite
+def ibans(draw: st.DrawFn) -> Secret:
+    """A valid IBAN of a dozen countries: compact, in groups of four (blanks, tabs, dashes), in
+    any case, alone or after ``IBAN:``, in JSON."""
+    country, layout = draw(st.sampled_from(_IBAN_FORMATS))
+    bban = "".join(draw(st.sampled_from(_IBAN_CLASSES[c])) for c in layout)
+    compact = iban(country, bban)
+    sep = draw(st.sampled_from(("", " ", " ", "-", "\t")))
+    text = sep.join(compact[i : i + 4] for i in range(0, len(compact), 4)) if sep else compact
+    text = _case(text, draw(st.sampled_from(("as_is", "as_is", "lower"))))
+    form = draw(
+        st.sampled_from(("{t}", "IBAN: {t}", "IBAN {t}, BIC COBADEFFXXX", '{{"iban": "{t}"}}', "pay to {t} by friday"))
+    )
+    return Secret(
+        "iban",
+        form.format(t=text),
+        needles=(bban[-8:].lower(), bban[-8:]),
+        digits="".join(c for c in bban if c.isdigit()),
+    )
+
+
+_INNER_SECRETS = st.one_of(key_values(), json_pairs(), url_credentials(), api_keys(), aws_pairs(),
+                           command_lines())  # fmt: skip
+
+
+@st.composite
+def encoded_secrets(draw: st.DrawFn) -> Secret:
+    """A secret in any of a few forms, base64-encoded (standard or URL-safe, padded or not,
+    wrapped at 76 characters or not): ``echo … | base64 -d``, a data URL, a config value."""
+    inner = draw(_INNER_SECRETS)
+    raw = inner.text.encode()
+    if draw(st.booleans()):
+        blob = base64.b64encode(raw).decode()
+    else:
+        blob = base64.urlsafe_b64encode(raw).decode()
+    if draw(st.booleans()):
+        blob = blob.rstrip("=")
+    if len(blob) > 76 and draw(st.booleans()):
+        blob = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
+    form = draw(
+        st.sampled_from(("{b}", "echo {b} | base64 -d", "data:text/plain;base64,{b}", "config {b}", "blob: {b}"))
+    )
+    pieces = [p for p in blob.split("\n") if p]
+    return Secret("encoded_secret", form.format(b=blob), needles=(pieces[0][:16], pieces[-1][-8:]))
+
+
+#: Names without a secret word that hold one.
+RANDOM_VALUE_NAMES = ("JWT_SIGNING", "SESSION_SEED", "app.jwt.signer", "cookieSeed", "hmac", "MASTER", "LICENSE",
+                      "ROUTER_SEED", "webhookSigning", "signing", "X_SIG_V2", "seed")  # fmt: skip
+_RANDOM_ALPHABETS = (_ALNUM, "0123456789abcdef", _ALNUM + "+/", _ALNUM + "-_")
+
+
+@st.composite
+def random_values(draw: st.DrawFn) -> Secret:
+    """A machine-generated value (base62, hex, base64, URL-safe base64; 24-64 characters) assigned
+    to a name without a secret word, written as env, YAML, JSON, Go, Ruby, a shell export or a flag.
+    The values are drawn among those the filter calls random (``looks_random``: its rate on
+    random tokens is measured in ``tests/unit/test_privacy_labelled.py``): what is tested here
+    is every layout and field."""
+    from memstream.unnamed_secrets import looks_random
+
+    alphabet = draw(st.sampled_from(_RANDOM_ALPHABETS))
+    value = draw(st.text(alphabet=alphabet, min_size=24, max_size=64).filter(looks_random))
+    name = draw(st.sampled_from(RANDOM_VALUE_NAMES))
+    form = draw(st.sampled_from(("{n}={v}", "{n}: {v}", '"{n}": "{v}"', "{n} := {v}", "{n} => '{v}'", "export {n}={v}",
+                                 "--{n}={v}", "{n} = \"{v}\"", "{n}:\n  {v}")))  # fmt: skip
+    return Secret("random_value", form.format(n=name, v=value), needles=(value[:12], value[-12:]))
+
+
+SECRET_COLUMN_HEADERS = (
+    "password",
+    "Password",
+    "Secret access key",
+    "api_token",
+    "DB Password",
+    "client_secret",
+    "PASSWORD",
+)
+
+
+@st.composite
+def secret_columns(draw: st.DrawFn) -> Secret:
+    """A table whose header names a secret column: CSV, TSV, ``;``, a Markdown table; one to
+    three rows."""
+    header = draw(st.sampled_from(SECRET_COLUMN_HEADERS))
+    others = draw(
+        st.lists(st.sampled_from(("user", "host", "port", "User name", "role")), min_size=1, max_size=3, unique=True)
+    )
+    column = draw(st.integers(0, len(others)))
+    names = [*others[:column], header, *others[column:]]
+    rows = draw(st.lists(_SECRET_VALUE, min_size=1, max_size=3, unique=True))
+    style = draw(st.sampled_from((",", "\t", ";", "markdown", "quoted")))
+
+    def line(cells: list[str]) -> str:
+        if style == "markdown":
+            return "| " + " | ".join(cells) + " |"
+        if style == "quoted":
+            return ",".join(f'"{c}"' for c in cells)
+        return style.join(cells)
+
+    lines = [line(names)] + (["|---" * len(names) + "|"] if style == "markdown" else [])
+    for value in rows:
+        lines.append(line([*(f"x{i}" for i in range(column)), value, *(f"y{i}" for i in range(len(others) - column))]))
+    return Secret("password", "\n" + "\n".join(lines) + "\n", needles=tuple(rows))
+
+
+@st.composite
+def quoted_command_lines(draw: st.DrawFn) -> Secret:
+    """A command-line password, quoted, holding what separates shell commands: redacted whole."""
+    value = "zq" + draw(_token(_ALNUM, 2, 8)) + draw(st.sampled_from("&;|()<>")) + draw(_token(_ALNUM + "&;|", 1, 8))
+    quote = draw(st.sampled_from(("'", '"')))
+    form = draw(st.sampled_from((
+        "sshpass -p {q}{v}{q} ssh deploy", "mysql -u root -p{q}{v}{q} shop", "curl -u {q}admin:{v}{q} https://x",
+        "redis-cli -a {q}{v}{q} ping", "htpasswd -b f admin {q}{v}{q}", "git config user.password {q}{v}{q}",
+        "docker login -u a -p {q}{v}{q} registry", "sqlcmd -S db -U sa -P {q}{v}{q}",
+    )))  # fmt: skip
+    operator = next(c for c in value[2:] if c in "&;|()<>")
+    head, _, tail = value.partition(operator)
+    return Secret("cli", form.format(q=quote, v=value), needles=(head, operator + tail))
+
+
+ISSUE_45_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {
+    "aws_pair": aws_pairs(),
+    "iban": ibans(),
+    "encoded_secret": encoded_secrets(),
+    "random_value": random_values(),
+    "secret_column": secret_columns(),
+    "quoted_command_line": quoted_command_lines(),
+}
+
+
 PERSONAL_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {"email": emails(), "phone": phones()}
 
 
@@ -607,6 +793,7 @@ SECRET_STRATEGIES: dict[str, st.SearchStrategy[Secret]] = {
     "webhook": webhook_urls(),
     "vault": vault_tokens(),
     "placeholder_prefixed": placeholder_prefixed(),
+    **ISSUE_45_STRATEGIES,
 }
 secrets = st.one_of(*SECRET_STRATEGIES.values())
 
@@ -874,4 +1061,33 @@ THIRD_RED_TEAM_PERSONAL: tuple[Case, ...] = (
     _needles("email", "write to alice%2Bx%40example.com today", "alice"),
     _needles("email", "write to bob@[192.168.1.1] today", "bob@", "192.168"),
     _digits_case("call 415/555/2671 today", "4155552671"),
+)
+
+
+# --- issue 45's examples (each class is also drawn by a strategy above) --------------------------
+
+_AWS_ID = "AKIAIOSFODNN7EXAMPLE"
+_AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+#: The findings as the red team wrote them: the secret on the line after its key id and in
+#: credentials.csv (finding 5); IBANs spaced and compact, a base64-wrapped
+#: ``aws_secret_access_key=…``, ``JWT_SIGNING=…`` and ``sshpass -p 'Tr0ub4dor&3'`` (finding 9).
+ISSUE_45_EXAMPLES: tuple[Case, ...] = (
+    _needles("aws_secret_key", f"{_AWS_ID}\n{_AWS_SECRET}", "wJalrXUtnFEMI", "bPxRfiCYEXAMPLEKEY"),
+    _needles(
+        "aws_secret_key",
+        f"User name,Access key ID,Secret access key\nalice,{_AWS_ID},{_AWS_SECRET}",
+        "wJalrXUtnFEMI",
+        "bPxRfiCYEXAMPLEKEY",
+    ),
+    _digits_case("IBAN DE89 3704 0044 0532 0130 00 ok", "370400440532013000"),
+    _digits_case("IBAN GB82WEST12345698765432 ok", "12345698765432"),
+    _needles(
+        "encoded_secret",
+        "echo " + base64.b64encode(f"aws_secret_access_key={_AWS_SECRET}".encode()).decode() + " | base64 -d",
+        "YXdzX3NlY3JldF9hY2Nlc3Nf",
+        "RVhBTVBMRUtFWQ",
+    ),
+    _needles("random_value", "JWT_SIGNING=Zk3q9XbT2mPa7LwR8vYc4NdE6hJs1GuK", "Zk3q9XbT2mPa", "NdE6hJs1GuK"),
+    _needles("cli", "sshpass -p 'Tr0ub4dor&3' ssh deploy", "Tr0ub4dor", "&3"),
 )

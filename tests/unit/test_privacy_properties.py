@@ -5,8 +5,9 @@ The strategies (``tests/strategies/secrets.py``) vary separators, case, Unicode 
 (full-width forms, other scripts' digits, non-breaking and other spaces, dashes,
 zero-width characters), gluing to a word, position in the text and JSON wrapping.
 Derandomized, so CI sees the same examples on every run; the security findings' own
-examples are always tried (``ATTACKER_EXAMPLES``, ``RED_TEAM_EXAMPLES``, ``RED_TEAM_PERSONAL`` and
-the third red team's ``THIRD_RED_TEAM_EXAMPLES``, ``THIRD_RED_TEAM_PERSONAL``).
+examples are always tried (``ATTACKER_EXAMPLES``, ``RED_TEAM_EXAMPLES``, ``RED_TEAM_PERSONAL``,
+the third red team's ``THIRD_RED_TEAM_EXAMPLES``, ``THIRD_RED_TEAM_PERSONAL`` and issue 45's
+``ISSUE_45_EXAMPLES``: secrets that come in pairs or layouts).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from memstream.privacy import (
 )
 from tests.strategies.secrets import (
     ATTACKER_EXAMPLES,
+    ISSUE_45_EXAMPLES,
+    ISSUE_45_STRATEGIES,
     PERSONAL_STRATEGIES,
     RED_TEAM_EXAMPLES,
     RED_TEAM_PERSONAL,
@@ -47,7 +50,7 @@ ALL = PrivacyPolicy(redact_email=True, redact_phone=True)
 
 
 def with_attacker_examples(test: Callable[[Case], None]) -> Callable[[Case], None]:
-    for case in ATTACKER_EXAMPLES + RED_TEAM_EXAMPLES + THIRD_RED_TEAM_EXAMPLES:
+    for case in ATTACKER_EXAMPLES + RED_TEAM_EXAMPLES + THIRD_RED_TEAM_EXAMPLES + ISSUE_45_EXAMPLES:
         test = example(case)(test)
     return test
 
@@ -76,6 +79,30 @@ def test_no_secret_survives_in_any_class_nor_with_every_detector_on(case: Case) 
     out, _ = redact(case.text, ALL)
     assert not leaks(case.secret, out), (case.text, out)
     assert redact(out, ALL) == (out, {})
+
+
+def with_issue_45_examples(test: Callable[[Case], None]) -> Callable[[Case], None]:
+    for case in ISSUE_45_EXAMPLES:
+        test = example(case)(test)
+    return test
+
+
+@DETERMINISTIC
+@with_issue_45_examples
+@given(st.sampled_from(sorted(ISSUE_45_STRATEGIES)).flatmap(lambda name: cases(disguised(ISSUE_45_STRATEGIES[name]))))
+def test_secrets_in_pairs_and_layouts_never_survive(case: Case) -> None:
+    """Issue 45's classes, each its share of the examples: an AWS secret near its key id in every
+    layout, IBANs, base64-wrapped secrets, random values assigned to any name, a table's secret
+    column, quoted command-line passwords — disguised, in context, in JSON, with every detector
+    on; and the same text in every field of a turn (tags and the tool name one line)."""
+    for policy in (PrivacyPolicy(), ALL):
+        out, found = redact(case.text, policy)
+        assert not leaks(case.secret, out), (case.text, out)
+        assert found
+        assert redact(out, policy) == (out, {})
+    turn, _ = redact_turn(case.text, tool_name=case.text, tags=[case.text], metadata={case.text: case.text})
+    for field in (turn.content, turn.tool_name or "", *turn.tags, *turn.metadata, *turn.metadata.values()):
+        assert not leaks(case.secret, field), (case.text, field)
 
 
 @DETERMINISTIC
