@@ -19,6 +19,12 @@ The third red team's, the same way: SQL password clauses, XML elements, YAML blo
 values separated by blanks (Dockerfile ``ENV``, .netrc), connection strings and ``*_KEY``
 names, .pgpass lines, webhook URLs, Vault tokens, numbers with any separator, secrets behind
 a fake placeholder, URL-encoded and IP-literal e-mail addresses — pinned and generated.
+
+Issue 45's, the same way, in every field (content, tags, tool name, metadata keys and values,
+a tool event's skill, feedback and steps), read back from every table, Redis, the turns topic
+and every answer (memories, search, context, buffer, skills): an AWS secret near its key id in
+every layout, IBANs, base64-wrapped secrets, random values assigned to any name, a table's
+secret column, quoted command-line passwords.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from tests.integration.helpers import avro_record, count_rows, turn
 from tests.integration.test_bad_input import dlq_records
 from tests.strategies.secrets import (
     ATTACKER_EXAMPLES,
+    ISSUE_45_EXAMPLES,
+    ISSUE_45_STRATEGIES,
     RED_TEAM_EXAMPLES,
     RED_TEAM_PERSONAL,
     SECRET_STRATEGIES,
@@ -506,3 +514,62 @@ async def test_the_third_red_teams_forms_are_stored_and_served_nowhere(
     assert found_in(served, secrets) == []
     buffer = await gateway.get(f"/v1/sessions/{SESSION}/buffer", params={"user_id": "user-1"})
     assert buffer.status_code == 200 and "[REDACTED:" in buffer.text
+
+
+#: Issue 45's classes, generated (a fixed draw) and disguised, with the findings' own examples.
+ISSUE_45_DRAWN = tuple(
+    case for name in sorted(ISSUE_45_STRATEGIES) for case in pinned(cases(disguised(ISSUE_45_STRATEGIES[name])), 4)
+)
+#: Short one-line secrets of those classes for tags (64 characters), tool names and metadata keys.
+ISSUE_45_ONE_LINE = [
+    s
+    for name in sorted(ISSUE_45_STRATEGIES)
+    for s in pinned(disguised(ISSUE_45_STRATEGIES[name]), 20)
+    if not any(c in s.text for c in "\n\t\r") and len(s.text) <= 60 and len(redact(s.text)[0]) <= 60
+]
+
+
+async def test_secrets_in_pairs_and_layouts_are_stored_and_served_nowhere(
+    stack: RunningStack, running_memory_worker: WorkerHandle, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Issue 45, findings 5 and 9: each example and generated variant as a turn's content, a
+    metadata value, and (short ones) a tag, a tool name and a metadata key; a tool event with
+    them in its skill, feedback and steps. Nothing of them in any table, Redis, the turns
+    topic or any answer — /v1/memories included, where finding 5's secret was served."""
+    assert {s.kind for s in ISSUE_45_ONE_LINE} >= {"iban", "random_value", "cli"}, "every one-line class is drawn"
+    examples = ISSUE_45_EXAMPLES + ISSUE_45_DRAWN
+    bodies = []
+    for i, case in enumerate(examples):
+        short, other = (
+            ISSUE_45_ONE_LINE[i % len(ISSUE_45_ONE_LINE)],
+            ISSUE_45_ONE_LINE[(i + 1) % len(ISSUE_45_ONE_LINE)],
+        )
+        extra: dict[str, Any] = {"tags": [short.text, "plain"], "metadata": {other.text: case.text, "note": short.text}}
+        if i % 2:
+            extra.update(role="tool", tool_name=other.text, tool_status="success")
+        bodies.append(turn(tenant, SESSION, case.text, **extra))
+    response = await gateway.post("/v1/turns", json={"turns": bodies})
+    assert response.status_code == 202, response.text
+    skill, step, feedback = ISSUE_45_ONE_LINE[0], ISSUE_45_ONE_LINE[1], ISSUE_45_EXAMPLES[0]
+    event = {
+        "agent_id": "agent-1", "user_id": "user-1", "session_id": SESSION, "skill": skill.text, "status": "failure",
+        "feedback": feedback.text, "steps": ["build", step.text, ISSUE_45_EXAMPLES[-1].text],
+    }  # fmt: skip
+    assert (await gateway.post("/v1/tool-events", json=event)).status_code == 202
+    await eventually(lambda: count_rows(stack, "event_log", tenant) == len(bodies) + 1)
+    await eventually(lambda: count_rows(stack, "episodes", tenant) >= len(bodies) + 1, timeout_s=30)
+    secrets = [case.secret for case in examples] + ISSUE_45_ONE_LINE
+    memories = await gateway.get("/v1/memories", params={"user_id": "user-1", "limit": 200})
+    assert memories.status_code == 200, memories.text
+    stored, cached, ours = postgres_texts(stack, tenant), redis_texts(stack, tenant), await kafka_texts(stack, tenant)
+    served = [*await api_texts(gateway), ("memories", memories.text)]
+    cached = [(where, text) for where, text in cached if tenant in where]
+    assert cached and len(ours) == len(bodies) + 1
+    for kind in ("aws_secret_key", "iban", "encoded_secret", "random_value", "password", "cli_password"):
+        assert any(f"[REDACTED:{kind}]" in text for _, text in ours), kind
+        assert any(f"[REDACTED:{kind}]" in text for _, text in stored), kind
+    assert "[REDACTED:" in memories.text
+    assert found_in(stored, secrets) == []
+    assert found_in(cached, secrets) == []
+    assert found_in(ours, secrets) == [], "raw secrets reached Kafka"
+    assert found_in(served, secrets) == []
