@@ -2,18 +2,30 @@
 secrets command lines carry never get there, and the SHA-256 of the original does. The third
 red team: the audit follows the tenant's privacy policy (e-mail addresses and phone numbers
 go from audited commands, patterns and descriptions when they go from turns), SQL passwords
-go too, and a tool name holding personal data is refused like any identifier."""
+go too, and a tool name holding personal data is refused like any identifier. Issue 45: an AWS
+secret near its key id, IBANs, base64-wrapped secrets, random values assigned to any name and
+quoted passwords holding a shell operator reach no audit record — not the table, not
+``GET /v1/audit``, not ``memstream audit export``."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
 
+from memstream.privacy import redact
+from ops.stack.state import settings_env
 from sinks.redis.grants import command_hash
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import count_rows, turn
+from tests.strategies.secrets import ISSUE_45_STRATEGIES, Secret, disguised, leaks, pinned
 
 GHP = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
 
@@ -203,3 +215,76 @@ async def test_a_tool_holding_personal_data_is_refused_under_the_policy(
         "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "tool-4155552671", "command": "ls"}
     )
     assert ok.status_code == 200, ok.text
+
+
+# --- issue 45: secrets that come in pairs or layouts, in audited commands -----------------------
+
+_AWS_ID, _AWS_SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+_WRAPPED = base64.b64encode(f"aws_secret_access_key={_AWS_SECRET}".encode()).decode()
+#: The findings as commands an agent asks to run (one line: ``\\n`` as printf writes it).
+LAYOUT_COMMANDS: tuple[tuple[str, Secret], ...] = (
+    (f"printf '{_AWS_ID}\\n{_AWS_SECRET}\\n' >> creds", Secret("aws", "", needles=("wJalrXUtnFEMI", "EXAMPLEKEY"))),
+    (
+        f"printf 'User name,Access key ID,Secret access key\\nalice,{_AWS_ID},{_AWS_SECRET}' > credentials.csv",
+        Secret("aws", "", needles=("wJalrXUtnFEMI", "EXAMPLEKEY")),
+    ),
+    (f"echo {_AWS_ID} {_AWS_SECRET} | tee keys", Secret("aws", "", needles=("wJalrXUtnFEMI", "EXAMPLEKEY"))),
+    ("curl -d iban=DE89370400440532013000 https://pay", Secret("iban", "", digits="370400440532013000")),
+    ("pay --to 'GB82 WEST 1234 5698 7654 32'", Secret("iban", "", digits="12345698765432")),
+    (f"echo {_WRAPPED} | base64 -d >> ~/.aws/credentials", Secret("b64", "", needles=(_WRAPPED[:24], _WRAPPED[-16:]))),
+    ("JWT_SIGNING=Zk3q9XbT2mPa7LwR8vYc4NdE6hJs1GuK ./serve", Secret("rv", "", needles=("Zk3q9XbT2mPa", "NdE6hJs1GuK"))),
+    ("sshpass -p 'Tr0ub4dor&3' ssh deploy", Secret("cli", "", needles=("Tr0ub4dor", "&3"))),
+)
+#: Generated variants that fit on one line, disguised: four of each class.
+LAYOUT_DRAWN = tuple(
+    (s.text, s)
+    for name in sorted(ISSUE_45_STRATEGIES)
+    for s in [
+        s for s in pinned(disguised(ISSUE_45_STRATEGIES[name]), 24) if not any(c in s.text for c in "\n\r\t\x0b\x0c")
+    ][:4]
+)
+
+
+async def test_secrets_in_pairs_and_layouts_reach_no_audit_record(
+    stack: RunningStack, gateway: httpx.AsyncClient, tmp_path: Path, tenant: str
+) -> None:
+    """Issue 45, finding 5: the secret of an AWS key pair reached ``GET /v1/audit`` and
+    ``memstream audit export`` through a permission command. Each layout of the class as a
+    command to evaluate: the audit keeps what the filter makes of it (the same filter as
+    turns), and none of it is in the table, the API's answer or the export."""
+    commands = LAYOUT_COMMANDS + LAYOUT_DRAWN
+    for command, _ in commands:
+        response = await gateway.post(
+            "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "shell", "command": command}
+        )
+        assert response.status_code == 200, (command, response.text)
+    with stack.superuser_db() as conn:
+        rows = conn.execute(
+            "SELECT detail->>'command', detail::text FROM audit_log"
+            " WHERE tenant_id = %s AND action = 'permission.decision' ORDER BY seq",
+            (tenant,),
+        ).fetchall()
+    assert [shown for shown, _ in rows] == [redact(command)[0] for command, _ in commands]
+    secrets = [secret for _, secret in commands]
+    audited = await gateway.get("/v1/audit", params={"action": "permission.decision", "limit": 200})
+    assert audited.status_code == 200, audited.text
+    assert len(audited.json()["records"]) == len(commands)
+    out = tmp_path / "audit.jsonl"
+    export = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "ops", "audit", "export", "--tenant", tenant, "--format", "jsonl", "--out", str(out),
+         "--since", "2000-01-01T00:00:00Z"],
+        env={**os.environ, **settings_env(stack.settings)}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert export.returncode == 0, export.stderr
+    exported = out.read_text()
+    assert exported.count("permission.decision") == len(commands)
+    for where, text in [
+        *(("audit_log", whole) for _, whole in rows),
+        ("GET /v1/audit", audited.text),
+        ("export", exported),
+    ]:
+        for secret in secrets:
+            assert not leaks(secret, text), (where, secret, leaks(secret, text))
+    for kind in ("aws_secret_key", "iban", "encoded_secret", "random_value", "cli_password"):
+        assert f"[REDACTED:{kind}]" in audited.text, kind
