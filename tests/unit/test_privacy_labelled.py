@@ -247,7 +247,7 @@ NEGATIVES: tuple[Labelled, ...] = (
     _n("Field,Type,Description\npassword,string,the user's password"),
     _n("Reset your password, then log in.\nOK, done"),
     # Assignments of ordinary values.
-    _n("LOG_LEVEL=debug MEMSTREAM_KAFKA_BOOTSTRAP=localhost:9092 timeout_s=30"),
+    _n("LOG_LEVEL=debug KAFKA_BOOTSTRAP_SERVERS=localhost:9092 timeout_s=30"),
     _n("region: eu-west-1\ninstance_type: m5.2xlarge\nimage: ghcr.io/org/memstream:1.2.3-rc1"),
     _n("kind: Deployment\napiVersion: apps/v1\nreplicas: 3"),
     _n("max_tokens=4096, temperature=0.2, model=gemini-2.5-flash-preview-05-20"),
