@@ -142,7 +142,7 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
             watch_cluster=settings.embedded_broker,  # it comes back empty from a restart
             topic_partitions=settings.topic_partitions if settings.embedded_broker else None,
         )
-        embedder = build_embedder(settings)
+        embedder = build_embedder(settings, cache_without_tenant=False)  # every request names its tenant
         await pool.open(wait=False)
         state = app.state.gateway = GatewayState(
             settings=settings,
@@ -160,7 +160,7 @@ def create_app(settings: Settings, *, server_process: bool = False) -> FastAPI:
             ),
             memory_models=describe_models(settings),
             access=AccessRecorder(pool),
-            tokens=TokenCounter(),
+            tokens=TokenCounter(remember_untenanted=False),  # each request counts for its tenant (for_tenant)
             llm=build_llm(settings),
             vector_index=IndexWatch(embedder.model_name),
             searches=RecentSearches(ttl_s=settings.search_cache_s, max_entries=settings.search_cache_entries),

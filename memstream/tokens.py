@@ -7,6 +7,7 @@ from it are within a few percent of Gemini's for English text, and unlike
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property
@@ -20,15 +21,30 @@ class TokenCounter:
     """Counts tokens of many texts at once (the Rust tokenizer releases the GIL).
 
     Counts of short texts are remembered (``CACHED`` of them, least recently used out): a
-    context call counts the same recent turns, facts and memories as the call before it."""
+    context call counts the same recent turns, facts and memories as the call before it.
+    Each count is remembered for the tenant whose texts were counted (``for_tenant``): a
+    remembered count is faster, and another tenant must not learn from that what a tenant's
+    memory holds. A counter made directly counts for no tenant: with ``remember_untenanted``
+    (the workers') it remembers those counts too; without it (the gateway's) it does not."""
 
     name = TOKENIZER_NAME
     CACHED = 20_000
     #: Longer texts are counted every time (rare, and they would crowd the cache).
     CACHED_CHARS = 4_096
 
-    def __init__(self) -> None:
-        self._counts: OrderedDict[str, int] = OrderedDict()
+    def __init__(self, *, remember_untenanted: bool = True) -> None:
+        #: Counts by (tenant, text), the tenant None for a counter made directly.
+        self._counts: OrderedDict[tuple[str | None, str], int] = OrderedDict()
+        self._tenant: str | None = None
+        self._remembers = remember_untenanted
+
+    def for_tenant(self, tenant_id: str) -> TokenCounter:
+        """This counter for ``tenant_id``'s texts: the same tokenizer and bound on remembered
+        counts, but only the tenant's own counts are answered from memory."""
+        self._tokenizer  # noqa: B018 - loaded once, here, for every tenant's counter to share
+        counter = copy.copy(self)
+        counter._tenant, counter._remembers = tenant_id, True
+        return counter
 
     @cached_property
     def _tokenizer(self) -> Any:
@@ -50,19 +66,19 @@ class TokenCounter:
         counts: list[int] = []
         missing: list[int] = []
         for i, text in enumerate(texts):
-            known = self._counts.get(text)
+            known = self._counts.get((self._tenant, text))
             if known is None:
                 missing.append(i)
                 counts.append(0)
             else:
-                self._counts.move_to_end(text)
+                self._counts.move_to_end((self._tenant, text))
                 counts.append(known)
         if missing:
             encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
             for i, encoding in zip(missing, encodings, strict=True):
                 counts[i] = len(encoding.ids)
-                if len(texts[i]) <= self.CACHED_CHARS:
-                    self._counts[texts[i]] = counts[i]
+                if len(texts[i]) <= self.CACHED_CHARS and self._remembers:
+                    self._counts[self._tenant, texts[i]] = counts[i]
             while len(self._counts) > self.CACHED:
                 self._counts.popitem(last=False)
         return counts

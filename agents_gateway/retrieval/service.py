@@ -170,7 +170,8 @@ async def search(
         scan=scan,
         text_config=_text_config(state, tenant),
     )  # fmt: skip
-    hits = await hybrid_search(conn, spec, state.embedder, now=now, spare=spare, terms=terms)
+    embedder = state.embedder.for_tenant(filters.tenant_id)  # no other tenant's texts are hits (SECURITY.md)
+    hits = await hybrid_search(conn, spec, embedder, now=now, spare=spare, terms=terms)
     _note_access(state, filters.tenant_id, hits)
     if cacheable and state.searches.enabled:
         kept = tuple(Hit(replace(h.candidate, embedding=b""), h.scored, h.sub_queries) for h in hits)  # MMR is done
@@ -347,6 +348,7 @@ async def build_context(
             min_similarity=floor if floor is not None else state.embedder.unrelated_below,
         )[:CONTEXT_RELEVANT]
     where = ", ".join(x for x in (f"project {project_id}" if project_id else "", f"session {session_id}") if x)
+    tokens = state.tokens.for_tenant(tenant_id)  # counts remembered for this tenant only (SECURITY.md)
     packed = pack(
         f"# Memory for {user_id} ({where})",
         {
@@ -357,9 +359,9 @@ async def build_context(
                          for h in hits],
         },
         budget=budget,
-        tokens=state.tokens,
+        tokens=tokens,
     )  # fmt: skip
-    naive = totals.episodic_tokens + (state.tokens.count(query) if query else 0)
+    naive = totals.episodic_tokens + (tokens.count(query) if query else 0)
     fact_ids = [fact_id for i in sorted(packed.sections["facts"].chosen) for fact_id in facts[i][1]]
     state.access.note(tenant_id, facts=fact_ids)
     return ContextOut(

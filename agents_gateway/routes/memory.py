@@ -118,7 +118,7 @@ async def get_best_skills(
 ) -> SkillsOut:
     """Counts, steps and feedback come from the outcomes this key may see (an agent's key: its
     own and shared ones)."""
-    embedding = (await state.embedder.embed([task]))[0]
+    embedding = (await state.embedder.for_tenant(principal.tenant_id).embed([task]))[0]
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         found = await best_skills(conn, embedding, user_id=user_id, model=state.embedder.model_name, limit=k)
     return SkillsOut(task=task, skills=[SkillOut(**s.__dict__) for s in found])

@@ -17,7 +17,9 @@ def _provider(settings: Settings) -> str:
     return settings.embedding_provider
 
 
-def build_embedder(settings: Settings) -> Embedder:
+def build_embedder(settings: Settings, *, cache_without_tenant: bool = True) -> Embedder:
+    """The configured provider behind a cache (``CachedEmbedder``: ``cache_without_tenant``
+    says whether calls that name no tenant share entries; the gateway's never do)."""
     provider = _provider(settings)
     inner: Embedder
     if provider == "gemini":
@@ -36,7 +38,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
         inner = WordLlamaEmbedder()
     log.info("embedding with %s", inner.model_name)
-    return CachedEmbedder(inner)
+    return CachedEmbedder(inner, cache_without_tenant=cache_without_tenant)
 
 
 def embedding_identity(settings: Settings) -> tuple[str, int]:

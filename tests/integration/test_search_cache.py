@@ -19,6 +19,7 @@ from agents_gateway.app import create_app
 from agents_gateway.retrieval.decomposition import Method
 from agents_gateway.retrieval.service import Toggles, send_early
 from agents_gateway.state import GatewayState
+from memstream.embedder.base import CachedEmbedder
 from memstream.embedder.local import WordLlamaEmbedder
 from memstream.settings import Settings
 from schemas.turns import Turn
@@ -258,3 +259,33 @@ async def test_a_search_reads_its_terms_in_its_first_round_trip_unless_it_is_lik
         assert await early(QUESTION) is None, "answered a moment ago: likely a repeat"
         await store(stack, tenant, "The billing ledger moved to CockroachDB")
         assert len(await contents(client)) == 2, "a likely repeat that is not one is searched all the same"
+
+
+async def test_a_question_one_tenant_asked_is_no_cache_hit_for_another(stack: RunningStack, tenant: str) -> None:
+    """A hit is faster than a miss: the query embedding cache, keyed by text alone, made another
+    tenant's search for the same words faster (issue 45: 0.2-0.4 ms). Neither its entries nor
+    the tokenizer's remembered counts are shared by tenants."""
+    other = f"t-{uuid.uuid4().hex[:10]}"
+    await store(stack, tenant, "The billing ledger lives in Postgres")
+    await store(stack, other, "The billing ledger lives in MySQL")
+    app = create_app(Settings(**{**stack.settings.model_dump(), "search_cache_s": 0}))  # every search embeds
+    question = f"where does the ledger of {uuid.uuid4().hex[:8]} live"
+    async with app.router.lifespan_context(app), client_for(app, stack.key(tenant)) as mine:
+        async with client_for(app, stack.key(other)) as theirs:
+            state: GatewayState = app.state.gateway
+            embedding = state.embedder
+            assert isinstance(embedding, CachedEmbedder)
+
+            async def counted(client: httpx.AsyncClient) -> tuple[int, int]:
+                hits, misses = embedding.hits, embedding.misses
+                await contents(client, question)
+                return embedding.hits - hits, embedding.misses - misses
+
+            first = await counted(mine)
+            assert first[0] == 0 and first[1] >= 1
+            assert await counted(theirs) == first, "another tenant's question is no hit"
+            assert await counted(mine) == (first[1], 0), "the tenant's own repeat is"
+            for client in (mine, theirs):
+                answer = await client.get("/v1/context", params={"user_id": "u1", "session_id": "s", "query": question})
+                assert answer.status_code == 200, answer.text
+            assert {owner for owner, _ in state.tokens._counts} == {tenant, other}, "counts are the tenants' own"

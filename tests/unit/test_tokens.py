@@ -12,7 +12,7 @@ def test_remembered_counts_are_the_tokenizers_and_the_cache_stays_bounded() -> N
     assert counter.count_many(texts[::-1]) == fresh[::-1], "answered from the cache, the same"
     assert len(counter._counts) == 3
     long = "word " * 2_000
-    assert counter.count_many([long]) == [TokenCounter().count(long)] and long not in counter._counts
+    assert counter.count_many([long]) == [TokenCounter().count(long)] and (None, long) not in counter._counts
 
 
 def test_a_single_count_is_remembered_too() -> None:
@@ -34,6 +34,29 @@ def test_a_single_count_is_remembered_too() -> None:
     assert encoded == [title]
     long = "word " * 2_000
     assert counter.count(long) == counter.count(long) and encoded.count(long) == 2, "long texts are not kept"
+
+
+def test_a_count_remembered_for_one_tenant_is_not_another_tenants() -> None:
+    """A remembered count is faster than a fresh one: shared across tenants, it would tell one
+    tenant which lines another's context held."""
+    counter = TokenCounter(remember_untenanted=False)
+    encoded: list[str] = []
+    real = counter._tokenizer
+
+    class Recording:
+        def encode_batch(self, texts: list[str], **options: Any) -> Any:
+            encoded.extend(texts)
+            return real.encode_batch(texts, **options)
+
+    counter.__dict__["_tokenizer"] = Recording()
+    line = "- [2026-01-02, episodic] the merger with globex closes in March"
+    acme, globex = counter.for_tenant("acme"), counter.for_tenant("globex")
+    assert acme.count(line) == acme.count(line) == globex.count(line) == TokenCounter().count(line)
+    assert encoded == [line, line], "counted once for each tenant"
+    counter.count(line)
+    counter.count(line)
+    assert encoded == [line] * 4, "a count for no tenant is not remembered by the gateway's counter"
+    assert set(counter._counts) == {("acme", line), ("globex", line)}
 
 
 #: Lines a prompt can hold: items, titles, indented continuations, blank lines, leading and
