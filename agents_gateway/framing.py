@@ -20,18 +20,29 @@ Transfer-Encoding and any coding but ``chunked``; it tolerates the rest, and the
 - a name that reads as a framing header once ``_`` is taken for ``-`` (``Content_Length``:
   some proxies and CGI-style servers read it so; h11 does not).
 
-``UnambiguousConnection`` is h11's connection with that check in front of each request head;
-``GuardedH11Protocol`` (``limits.py``) serves with it and answers the refusal in the error
-shape, ``Connection: close``.
+A chunked body is framed one way only too (``StrictChunkedReader``): h11 ends the trailer
+section at a lone LF (``0\r\n\n``), takes any byte but LF in a chunk extension (a lone CR
+too) and blanks before a chunk line's CRLF, and unfolds obs-folded trailers; a proxy that
+reads those otherwise passes what follows as a request of its own. So a chunk line is its
+size in at most 16 hex digits, then extensions of tokens (a quoted value without CR or LF),
+then CRLF; and the last chunk is followed by CRLF alone: trailers are refused (no client of
+this API sends any).
+
+``UnambiguousConnection`` is h11's connection with that check in front of each request head
+and that reader for chunked bodies; ``GuardedH11Protocol`` (``limits.py``) serves with it and
+answers the refusal in the error shape, ``Connection: close``.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 import h11
+from h11._readers import READERS, ChunkedReader
+from h11._receivebuffer import ReceiveBuffer
+from h11._state import SEND_BODY
 
 #: Where h11 ends a request head (``h11/_receivebuffer.py``): the first empty line, LF or CRLF.
 _HEAD_END = re.compile(rb"\n\r?\n")
@@ -81,6 +92,44 @@ def head_refusal(received: bytes) -> str | None:
     return None
 
 
+#: A chunk line as RFC 9112 §7.1 writes it (``chunk-ext`` without the blanks it tolerates).
+_TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_CHUNK_LINE = re.compile(rb"[0-9A-Fa-f]{1,16}(?:;" + _TOKEN + rb"(?:=(?:" + _TOKEN + rb'|"[^"\r\n\\]*"))?)*\r\n')
+#: The longest chunk line looked at before it must have ended.
+MAX_CHUNK_LINE = 1024
+
+
+class AmbiguousBody(h11.RemoteProtocolError):
+    """A chunked body whose framing another parser could read otherwise."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, error_status_hint=400)
+        self.reason = reason
+
+
+class StrictChunkedReader(ChunkedReader):
+    """h11's chunked reader, refusing (``AmbiguousBody``) a chunk line that is not exactly
+    ``_CHUNK_LINE`` and anything but CRLF after the last chunk, before h11 reads them."""
+
+    def __call__(self, buf: ReceiveBuffer) -> h11.Data | h11.EndOfMessage | None:
+        if self._reading_trailer:
+            start = bytes(buf._data[:2])
+            if start not in (b"", b"\r", b"\r\n"):
+                raise AmbiguousBody("the last chunk is followed by trailers or a line end other than CRLF")
+        elif self._bytes_in_chunk == 0 and not self._bytes_to_discard:
+            window = bytes(buf._data[:MAX_CHUNK_LINE])
+            end = window.find(b"\n")
+            if end < 0 and len(window) >= MAX_CHUNK_LINE:
+                raise AmbiguousBody(f"a chunk line longer than {MAX_CHUNK_LINE} bytes")
+            if end >= 0 and _CHUNK_LINE.fullmatch(window[: end + 1]) is None:
+                raise AmbiguousBody("a chunk line that is not a size in hex, token extensions and CRLF")
+        return super().__call__(buf)
+
+
+_CHUNKED: dict[str, Any] = {**cast(dict[str, Any], READERS[SEND_BODY]), "chunked": StrictChunkedReader}
+_READERS: Any = {**READERS, SEND_BODY: _CHUNKED}
+
+
 class UnambiguousConnection(h11.Connection):
     """h11's server connection, refusing a request head ``head_refusal`` finds ambiguous
     (``h11.RemoteProtocolError``, its reason kept in ``refusal``) before h11 reads it."""
@@ -107,4 +156,12 @@ class UnambiguousConnection(h11.Connection):
             if refusal is not None:
                 self.refusal = refusal
                 raise h11.RemoteProtocolError(refusal, error_status_hint=400)
-        return super().next_event()
+        try:
+            return super().next_event()
+        except AmbiguousBody as exc:
+            self.refusal = exc.reason
+            raise
+
+    def _get_io_object(self, role: Any, event: Any, io_dict: Any) -> Any:
+        """h11's reader or writer for the state, the chunked reader being ``StrictChunkedReader``."""
+        return super()._get_io_object(role, event, _READERS if io_dict is READERS else io_dict)

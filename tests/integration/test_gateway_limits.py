@@ -286,6 +286,30 @@ def test_a_request_framed_two_ways_is_refused_and_its_connection_closed(served: 
     assert_refused_and_closed(served.port, head + CHUNKED_END + SMUGGLED)
 
 
+#: Chunked bodies another parser could end elsewhere (framing.StrictChunkedReader), each
+#: followed by a request only a parser that ended the body there would answer (404).
+LOOSE_BODIES = {
+    "a lone LF after the last chunk": b"5\r\nhello\r\n0\r\n\n",
+    "a trailer": b"0\r\nx-note: a\r\n\r\n",
+    "a lone CR in an extension": b"5;a\rb\r\nhello\r\n0\r\n\r\n",
+    "a blank before the line end": b"5 \r\nhello\r\n0\r\n\r\n",
+}
+NOT_FOUND = b"GET /smuggled-path HTTP/1.1\r\nhost: gateway\r\n\r\n"
+
+
+@pytest.mark.parametrize("body", LOOSE_BODIES.values(), ids=LOOSE_BODIES.keys())
+def test_a_loosely_framed_chunked_body_is_refused_and_its_connection_closed(served: Served, body: bytes) -> None:
+    head = b"POST /healthz HTTP/1.1\r\nhost: gateway\r\ntransfer-encoding: chunked\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", served.port), timeout=10) as sock:
+        sock.sendall(head + body + NOT_FOUND)
+        answers = responses_until_closed(sock)
+    statuses = [status for status, _ in answers]
+    # The request's own answer may come first (its route reads no body); then the refusal, and
+    # the connection closed: the request after the body is never answered.
+    assert statuses[-1] == 400 and 404 not in statuses and len(statuses) <= 2, answers
+    assert orjson.loads(answers[-1][1])["error"]["code"] == "malformed_http", answers
+
+
 def test_transfer_encoding_in_http_1_0_is_refused(served: Served) -> None:
     head = b"GET /healthz HTTP/1.0\r\nhost: gateway\r\ntransfer-encoding: chunked\r\n\r\n"
     assert_refused_and_closed(served.port, head + CHUNKED_END)

@@ -100,3 +100,67 @@ def test_a_head_sent_a_byte_at_a_time_is_checked_when_it_ends() -> None:
     connection.receive_data(b"\r\n")
     with pytest.raises(h11.RemoteProtocolError):
         connection.next_event()
+
+
+# --- chunked bodies ----------------------------------------------------------------------------
+
+CHUNKED = START + b"transfer-encoding: chunked\r\n\r\n"
+
+
+def body_events(body: bytes, *, step: int | None = None) -> list[object]:
+    """What the connection reads of a chunked request with ``body`` (sent whole, or ``step``
+    bytes at a time), up to its end."""
+    connection = UnambiguousConnection(h11.SERVER)
+    connection.receive_data(CHUNKED)
+    assert isinstance(connection.next_event(), h11.Request)
+    events: list[object] = []
+    pieces = [body] if step is None else [body[i : i + step] for i in range(0, len(body), step)]
+    for piece in pieces:
+        connection.receive_data(piece)
+        while (event := connection.next_event()) is not h11.NEED_DATA:
+            events.append(event)
+            if isinstance(event, h11.EndOfMessage):
+                return events
+    return events
+
+
+AMBIGUOUS_BODIES = {
+    "a lone LF after the last chunk": b"5\r\nhello\r\n0\r\n\n",
+    "a trailer": b"5\r\nhello\r\n0\r\nx-note: a\r\n\r\n",
+    "an obs-folded trailer": b"0\r\nx-note: a\r\n b\r\n\r\n",
+    "a trailer ended by a lone LF": b"0\r\nx-note: a\n\n",
+    "a lone CR in an extension": b"5;a\rb\r\nhello\r\n0\r\n\r\n",
+    "a blank before the line end": b"5 \r\nhello\r\n0\r\n\r\n",
+    "a blank after the size": b"5 ;a=b\r\nhello\r\n0\r\n\r\n",
+    "an empty extension": b"5;\r\nhello\r\n0\r\n\r\n",
+    "a size of 17 hex digits": b"00000000000000005\r\nhello\r\n0\r\n\r\n",
+    "a size ended by a lone LF": b"5\nhello\r\n0\r\n\r\n",
+    "a negative size": b"-5\r\nhello\r\n0\r\n\r\n",
+    "a size with a prefix": b"0x5\r\nhello\r\n0\r\n\r\n",
+    "an endless chunk line": b"5;" + b"a" * 2000,
+}
+
+
+@pytest.mark.parametrize("step", [None, 1])
+@pytest.mark.parametrize("body", AMBIGUOUS_BODIES.values(), ids=AMBIGUOUS_BODIES.keys())
+def test_a_chunked_body_framed_loosely_is_refused(body: bytes, step: int | None) -> None:
+    with pytest.raises(h11.RemoteProtocolError):
+        body_events(body, step=step)
+
+
+@pytest.mark.parametrize("step", [None, 1, 3])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"0\r\n\r\n",
+        b"5\r\nhello\r\n0\r\n\r\n",
+        b"5;name=value;flag\r\nhello\r\n000\r\n\r\n",
+        b'5;name="quoted value"\r\nhello\r\nA\r\n0123456789\r\n0\r\n\r\n',
+        b"b\r\nhello world\r\n0\r\n\r\n",
+    ],
+)
+def test_a_strictly_framed_chunked_body_is_read(body: bytes, step: int | None) -> None:
+    events = body_events(body, step=step)
+    assert isinstance(events[-1], h11.EndOfMessage) and events[-1].headers == []
+    data = b"".join(e.data for e in events if isinstance(e, h11.Data))
+    assert data in (b"", b"hello", b"hello0123456789", b"hello world")
