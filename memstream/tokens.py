@@ -24,8 +24,10 @@ class TokenCounter:
     context call counts the same recent turns, facts and memories as the call before it.
     Each count is remembered for the tenant whose texts were counted (``for_tenant``): a
     remembered count is faster, and another tenant must not learn from that what a tenant's
-    memory holds. A counter made directly counts for no tenant: with ``remember_untenanted``
-    (the workers') it remembers those counts too; without it (the gateway's) it does not."""
+    memory holds. A batch of many tenants' texts (the workers') names each text's tenant
+    (``count_owned``). A counter made directly counts for no tenant: with
+    ``remember_untenanted`` it remembers those counts too; without it (the gateway's and the
+    workers') it does not."""
 
     name = TOKENIZER_NAME
     CACHED = 20_000
@@ -63,22 +65,30 @@ class TokenCounter:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
+        return self._count_keyed(texts, [self._tenant] * len(texts), remember=self._remembers)
+
+    def count_owned(self, texts: Sequence[str], owners: Sequence[str]) -> list[int]:
+        """``texts[i]``'s count for tenant ``owners[i]`` (a batch of many tenants: the workers'),
+        each remembered for its own tenant only."""
+        return self._count_keyed(texts, owners, remember=True)
+
+    def _count_keyed(self, texts: Sequence[str], owners: Sequence[str | None], *, remember: bool) -> list[int]:
         counts: list[int] = []
         missing: list[int] = []
-        for i, text in enumerate(texts):
-            known = self._counts.get((self._tenant, text))
+        for i, (text, owner) in enumerate(zip(texts, owners, strict=True)):
+            known = self._counts.get((owner, text))
             if known is None:
                 missing.append(i)
                 counts.append(0)
             else:
-                self._counts.move_to_end((self._tenant, text))
+                self._counts.move_to_end((owner, text))
                 counts.append(known)
         if missing:
             encodings = self._tokenizer.encode_batch([texts[i] for i in missing], add_special_tokens=False)
             for i, encoding in zip(missing, encodings, strict=True):
                 counts[i] = len(encoding.ids)
-                if len(texts[i]) <= self.CACHED_CHARS and self._remembers:
-                    self._counts[self._tenant, texts[i]] = counts[i]
+                if len(texts[i]) <= self.CACHED_CHARS and remember:
+                    self._counts[owners[i], texts[i]] = counts[i]
             while len(self._counts) > self.CACHED:
                 self._counts.popitem(last=False)
         return counts

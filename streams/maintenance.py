@@ -126,10 +126,10 @@ class Maintainer:
             shared=day.visibility.shared if day.visibility else all(e["shared"] for e in day.episodes),
             received_at=day.read_at,
         )  # fmt: skip
-        vector = (await self.embedder.embed([text]))[0]
+        vector = (await self.embedder.for_tenant(tenant_id).embed([text]))[0]
+        tokens = self.tokens.for_tenant(tenant_id).count(text)
         episode = Episode(
-            turn, vector, self.tokens.count(text), importance=max(float(e["importance"]) for e in day.episodes),
-            memory_type="summary",
+            turn, vector, tokens, importance=max(float(e["importance"]) for e in day.episodes), memory_type="summary",
         )  # fmt: skip
         async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
             await upsert_episodes(conn, [episode], model=self.embedder.model_name)

@@ -47,7 +47,7 @@ class PipelineResources(Service):
             pool_timeout_s=settings.redis_pool_timeout_s, socket_timeout_s=10, connect_timeout_s=5,
         )  # fmt: skip
         self.buffers = session_buffers(self.redis, settings)
-        self.tokens = TokenCounter()
+        self.tokens = TokenCounter(remember_untenanted=False)  # a batch names its texts' tenants (count_owned)
         self.policies = PolicyCache(self.pool)
         self._embedder: Embedder | None = None
         self.metrics.registry.register(CacheCollector(self._caches))
@@ -87,7 +87,7 @@ class PipelineResources(Service):
             what="creating topics",
             backoff=self.backoff,
         )
-        self._embedder = build_embedder(self.settings)
+        self._embedder = build_embedder(self.settings, cache_without_tenant=False)  # batches: embed_owned
         await self.pool.open(wait=False)
 
         async def schema_ready() -> None:

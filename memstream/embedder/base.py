@@ -47,6 +47,11 @@ class Embedder(ABC):
         without a cache is the same for every tenant."""
         return self
 
+    async def embed_owned(self, texts: Sequence[str], owners: Sequence[str]) -> Vectors:
+        """``texts[i]`` embedded for tenant ``owners[i]``: a batch of many tenants in one call
+        to the provider, each text cached for its own tenant only (``CachedEmbedder``)."""
+        return await self.embed(texts)
+
 
 def normalise(vectors: npt.ArrayLike) -> Vectors:
     arr = np.asarray(vectors, dtype=np.float32)
@@ -66,10 +71,11 @@ class CachedEmbedder(Embedder):
 
     Entries are the tenant's whose request embedded them (``for_tenant``): a hit is faster
     than a miss, so a cache shared by tenants would tell one whether another had just embedded
-    a text (a red team timed it: 0.2-0.4 ms on a search). ``embed`` on the cache itself names
-    no tenant: with ``cache_without_tenant`` (the workers', whose batches mix tenants) those
-    calls share one set of entries; without it (the gateway's) they are not cached at all, so a
-    call that forgets its tenant costs time, never isolation."""
+    a text (a red team timed it: 0.2-0.4 ms on a search). A batch of many tenants' texts (the
+    workers') names each text's tenant (``embed_owned``). ``embed`` on the cache itself names
+    no tenant: with ``cache_without_tenant`` those calls share one set of entries (for tools
+    and tests of one tenant); without it (the gateway and the workers) they are not cached at
+    all, so a call that forgets its tenant costs time, never isolation."""
 
     def __init__(self, inner: Embedder, *, max_entries: int = 50_000, cache_without_tenant: bool = True) -> None:
         self.inner = inner
@@ -98,10 +104,18 @@ class CachedEmbedder(Embedder):
 
     async def embed_as(self, tenant_id: str | None, texts: Sequence[str]) -> Vectors:
         """``texts`` embedded for ``tenant_id``: only that tenant's entries are hits."""
+        return await self._embed_keyed(texts, [tenant_id] * len(texts))
+
+    async def embed_owned(self, texts: Sequence[str], owners: Sequence[str]) -> Vectors:
+        return await self._embed_keyed(texts, owners)
+
+    async def _embed_keyed(self, texts: Sequence[str], owners: Sequence[str | None]) -> Vectors:
+        """``texts[i]`` for ``owners[i]``: hits are that tenant's entries; the misses of every
+        tenant go to the provider in one call."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         missing: dict[CacheKey, list[int]] = {}
         missing_texts: list[str] = []
-        for i, text in enumerate(texts):
+        for i, (text, tenant_id) in enumerate(zip(texts, owners, strict=True)):
             key = self.key(tenant_id, text)
             cached = self._cache.get(key)
             if cached is not None:
@@ -141,6 +155,9 @@ class _TenantEmbedder(Embedder):
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         return await self.cache.embed_as(self.tenant_id, texts)
+
+    async def embed_owned(self, texts: Sequence[str], owners: Sequence[str]) -> Vectors:
+        return await self.cache.embed_owned(texts, owners)
 
     def for_tenant(self, tenant_id: str) -> Embedder:
         return self.cache.for_tenant(tenant_id)

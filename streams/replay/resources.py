@@ -36,7 +36,7 @@ class ReplayResources(MemoryResources):
 
     async def on_start(self) -> None:
         """Open the pool and the models (no topics: a replay reads Postgres, not the broker)."""
-        self._embedder = build_embedder(self.settings)
+        self._embedder = build_embedder(self.settings, cache_without_tenant=False)  # batches: embed_owned
         await self.pool.open(wait=True, timeout=30)
         async with self.pool.connection() as conn:
             await check_schema(conn)

@@ -207,7 +207,7 @@ async def decode_turns(events: Sequence[faust.EventT[bytes]], ctx: StageContext)
     if not good:
         return []
     ctx.metrics.events.labels(outcome="accepted").inc(len(good))
-    counts = ctx.tokens.count_many([d.turn.content for d in good])
+    counts = ctx.tokens.count_owned([d.turn.content for d in good], [d.turn.tenant_id for d in good])
     return [replace(d, tokens=n) for d, n in zip(good, counts, strict=True)]
 
 

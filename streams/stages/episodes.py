@@ -20,7 +20,7 @@ class EpisodesStage(SinkStage):
     async def write(self, batch: Sequence[Decoded]) -> None:
         embedder = self.resources.embedder
         texts = [d.turn.content for d in batch]
-        vectors = await embedder.embed(texts)
+        vectors = await embedder.embed_owned(texts, [d.turn.tenant_id for d in batch])
         episodes = [
             Episode(
                 turn=d.turn,

@@ -30,7 +30,9 @@ def decode_fact(codec: AvroCodec, raw: bytes) -> dict[str, object]:
 async def apply_batch(resources: MemoryResources, records: Sequence[dict[str, object]], backoff: Backoff) -> None:
     embedder = resources.embedder
     vectors = await retry_until_done(
-        lambda: embedder.embed([str(r["summary"]) for r in records]), what="embedding facts", backoff=backoff
+        lambda: embedder.embed_owned([str(r["summary"]) for r in records], [str(r["tenant_id"]) for r in records]),
+        what="embedding facts",
+        backoff=backoff,
     )
     by_tenant: dict[str, list[FactRecord]] = defaultdict(list)
     for record, vector in zip(records, vectors, strict=True):

@@ -69,7 +69,7 @@ class ProcedureStage(SinkStage):
         if not runs:
             return
         embedder = self.resources.embedder
-        names = await embedder.embed([run.skill for _, run in runs])
+        names = await embedder.embed_owned([run.skill for _, run in runs], [turn.tenant_id for turn, _ in runs])
         by_tenant: dict[str, list[int]] = defaultdict(list)
         for i, (turn, _) in enumerate(runs):
             by_tenant[turn.tenant_id].append(i)
@@ -92,8 +92,9 @@ class ProcedureStage(SinkStage):
                     if not run.success and run.feedback:
                         lessons.append(lesson(turn, run))
         if lessons:
-            vectors = await embedder.embed([t.content for t in lessons])
-            counts = self.resources.tokens.count_many([t.content for t in lessons])
+            texts, owners = [t.content for t in lessons], [t.tenant_id for t in lessons]
+            vectors = await embedder.embed_owned(texts, owners)
+            counts = self.resources.tokens.count_owned(texts, owners)
             episodes = [
                 Episode(t, v, n, importance=LESSON_IMPORTANCE, memory_type="procedural")
                 for t, v, n in zip(lessons, vectors, counts, strict=True)

@@ -86,3 +86,22 @@ async def test_the_gateways_cache_keeps_nothing_for_a_call_that_names_no_tenant(
     await cached.for_tenant("a").embed(["ok"])
     await cached.for_tenant("a").embed(["ok"])
     assert len(inner.calls) == 3
+
+
+async def test_a_batch_of_many_tenants_caches_each_text_for_its_own_tenant() -> None:
+    """The workers embed batches that mix tenants: one call for the misses, each entry its
+    own tenant's (issue 45: with Gemini a hit skips a request, which a tenant could time)."""
+    inner = CountingEmbedder()
+    cached = CachedEmbedder(inner, cache_without_tenant=False)
+    await cached.embed_owned(["ok", "ok", "deploy"], ["acme", "globex", "acme"])
+    assert inner.calls == [["ok", "ok", "deploy"]], "one call, and acme's 'ok' is not globex's"
+    await cached.embed_owned(["deploy", "deploy", "ok"], ["acme", "globex", "globex"])
+    assert inner.calls[-1] == ["deploy"] and len(inner.calls) == 2, "only globex's new text is a miss"
+    assert (await cached.for_tenant("globex").embed(["deploy"])).shape == (1, inner.dim)
+    assert len(inner.calls) == 2, "the batch's entries are the tenant's own, for any of its calls"
+
+
+async def test_a_provider_without_a_cache_embeds_a_batch_of_many_tenants_as_one() -> None:
+    inner = CountingEmbedder()
+    vectors = await inner.embed_owned(["a", "b"], ["acme", "globex"])
+    assert vectors.shape == (2, inner.dim) and inner.calls == [["a", "b"]]

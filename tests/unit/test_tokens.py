@@ -100,3 +100,12 @@ def test_a_joined_prompt_counts_exactly_as_the_whole_text() -> None:
     for lines in samples:
         assert counter.count_joined(lines) == counter.count("\n".join(lines)), lines
     assert counter.count_joined([]) == 0 == counter.count("")
+
+
+def test_a_batch_of_many_tenants_is_counted_for_each_text_s_own_tenant() -> None:
+    counter = TokenCounter(remember_untenanted=False)
+    counts = counter.count_owned(["hello there", "hello there"], ["acme", "globex"])
+    assert counts == [TokenCounter().count("hello there")] * 2
+    assert set(counter._counts) == {("acme", "hello there"), ("globex", "hello there")}
+    counter.count_many(["hello there"])
+    assert (None, "hello there") not in counter._counts, "a call that names no tenant is not remembered"
