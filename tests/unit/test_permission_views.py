@@ -68,7 +68,7 @@ def look_alike(draw: st.DrawFn, *, folded_only: bool = False) -> tuple[str, str]
     return command, "".join(out)
 
 
-@settings(derandomize=True, max_examples=400)
+@settings(derandomize=True, max_examples=200)
 @given(look_alike())
 @example(("ls -la", "\uff4c\uff53 -la"))
 @example(("git status", "git\u00a0status"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -71,6 +72,7 @@ def test_no_secret_survives(case: Case) -> None:
     assert redact(out) == (out, {}), "redacting redacted text must change nothing"
 
 
+@pytest.mark.slow  # 400 examples: in make test, not the editing loop
 @DETERMINISTIC
 @given(st.sampled_from(sorted(SECRET_STRATEGIES)).flatmap(lambda name: cases(disguised(SECRET_STRATEGIES[name]))))
 def test_no_secret_survives_in_any_class_nor_with_every_detector_on(case: Case) -> None:
@@ -87,6 +89,7 @@ def with_issue_45_examples(test: Callable[[Case], None]) -> Callable[[Case], Non
     return test
 
 
+@pytest.mark.slow  # 400 examples: in make test, not the editing loop
 @DETERMINISTIC
 @with_issue_45_examples
 @given(st.sampled_from(sorted(ISSUE_45_STRATEGIES)).flatmap(lambda name: cases(disguised(ISSUE_45_STRATEGIES[name]))))

@@ -148,7 +148,7 @@ def spelled_tag(draw: st.DrawFn) -> tuple[str, str]:
     return draw(st.sampled_from(BRACKETS)), rest
 
 
-@settings(derandomize=True, database=None, deadline=None, max_examples=500)
+@settings(derandomize=True, database=None, deadline=None, max_examples=200)
 @given(tag=spelled_tag(), before=st.sampled_from(["", "I prefer dark mode. ", "tool output:\n    "]))
 def test_any_spelling_of_the_tags_is_defused(tag: tuple[str, str], before: str) -> None:
     bracket, rest = tag
