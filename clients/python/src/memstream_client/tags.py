@@ -15,14 +15,16 @@ first folded to a *skeleton* in which every spelling of a tag is the plain one:
   space and joiners, soft hyphen, direction marks, tags), combining marks, fillers;
 - Cyrillic, Greek, Armenian and Cherokee letters that look like Latin ones, small capitals and
   a few Latin look-alikes become those Latin letters (``_LOOKALIKES``, after Unicode's
-  confusables list); then everything is lower case.
+  confusables list), and the angle brackets that look like ``<`` become it (``‹``, ``〈``,
+  ``⟨``, ``❮``, ``˂``, ``ᐸ``: ``_BRACKETS``); then everything is lower case.
 
 In the skeleton, a tag is a ``<``, then up to 16 characters that are neither letters nor
 digits (``/``, spaces), then the tag's words with up to 8 such characters between them
 (hyphens of every kind, spaces, underscores, or none), a ``0`` standing for an ``o``. The
-original text is left as it was but for each such tag's bracket, which becomes ``‹``
-(U+2039): the memory stays readable and no longer holds the tag. Folding only ever finds more
-tags: a text without one is returned unchanged.
+original text is left as it was but for each such tag's bracket, which becomes ``[``: the
+memory stays readable and no longer holds the tag, nor anything a model could take for its
+bracket (a square bracket is no look-alike of ``<``, so defused text stays as it is when it is
+defused again). Folding only ever finds more tags: a text without one is returned unchanged.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import unicodedata
 from collections.abc import Sequence
 from html.entities import html5
 
-#: What each defused bracket becomes.
-DEFUSED_BRACKET = "\u2039"
+#: What each defused bracket becomes: no angle bracket, nor a look-alike of one.
+DEFUSED_BRACKET = "["
 #: The tags that frame memory for a model where memstream's adapters put it: the ADK plugin's
 #: block (``<memstream-context>``) and ADK's preloaded memory (``<PAST_CONVERSATIONS>``, around
 #: what ``MemstreamMemoryService.search_memory`` returns).
@@ -71,9 +73,12 @@ _LOOKALIKES = {
 }
 #: Small capitals (not folded by NFKD), by their letter.
 _SMALL_CAPITALS = dict(zip("abcdefghijklmnopqrstuvwyz", "ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢ", strict=True))
+#: Angle brackets NFKD keeps, that look like ``<`` (full-width and small ones it folds itself).
+_BRACKETS = "\u2039\u2329\u3008\u27e8\u276e\u02c2\u1438\u29fc\u276c\u2770"
 _FOLD = {
     **{alike: latin for latin, alikes in _LOOKALIKES.items() for alike in alikes},
     **{capital: latin for latin, capital in _SMALL_CAPITALS.items()},
+    **dict.fromkeys(_BRACKETS, "<"),
 }
 #: Invisible characters outside categories Cf, Mn and Me: Hangul fillers, the blank braille
 #: pattern, and the combining grapheme joiner's relatives in other categories.

@@ -42,7 +42,7 @@ PREAMBLE = (
 
 
 def unframed(text: str) -> str:
-    """``text`` with anything that reads as the block's tags defused (the bracket becomes U+2039):
+    """``text`` with anything that reads as the block's tags defused (the bracket becomes ``[``):
     stored memory is untrusted, and a turn holding ``</memstream-context>`` would otherwise end
     the memory block and go on as instructions. However spelled: case, spaces, separators,
     look-alike letters, invisible characters, entities (``memstream_client.tags``)."""
