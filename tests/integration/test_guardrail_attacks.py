@@ -46,8 +46,8 @@ class Rig:
     client: AsyncMemstream
     ran: list[str] = field(default_factory=list)
 
-    def runner(self, model: ScriptedModel, *, plugin: bool, fail_open: bool) -> Runner:
-        """An agent with one shell tool, guarded by the plugin or by an agent callback."""
+    def tools(self) -> list[FunctionTool]:
+        """A shell tool, a shell tool run in a folder, and a deploy with a default."""
         ran = self.ran
 
         def run_command(CommandLine: str) -> str:
@@ -55,23 +55,37 @@ class Rig:
             ran.append(CommandLine)
             return "done"
 
+        def run_in_dir(command: str, cwd: str) -> str:
+            """Executes a shell command in a folder."""
+            ran.append(f"{cwd}$ {command}")
+            return "done"
+
+        def deploy(env: str = "production") -> str:
+            """Deploys to an environment."""
+            ran.append(f"deploy {env}")
+            return "done"
+
+        return [FunctionTool(run_command), FunctionTool(run_in_dir), FunctionTool(deploy)]
+
+    def runner(self, model: ScriptedModel, *, plugin: bool, fail_open: bool) -> Runner:
+        """An agent with the rig's tools, guarded by the plugin or by an agent callback."""
         callback = None if plugin else before_tool_callback(self.client, project_id=PROJECT, fail_open=fail_open)
-        agent = LlmAgent(
-            name="shell_agent", model=model, tools=[FunctionTool(run_command)], before_tool_callback=callback
-        )
+        agent = LlmAgent(name="shell_agent", model=model, tools=self.tools(), before_tool_callback=callback)
         memory = MemstreamMemoryService(self.client, agent_id="shell_agent", project_id=PROJECT)
         plugins = [MemstreamPlugin(memory, record=False, fail_open=fail_open)] if plugin else []
         return Runner(app=App(name=APP, root_agent=agent, plugins=plugins), session_service=InMemorySessionService())
 
-    async def call(self, command: str, *, plugin: bool, fail_open: bool = False) -> dict[str, Any]:
-        """The model asks for ``run_command(command)``; what the model got back."""
-        model = ScriptedModel().then(("run_command", {"CommandLine": command}), "ok")
+    async def call(
+        self, line: str, /, *, plugin: bool, fail_open: bool = False, tool: str = "run_command", **args: Any
+    ) -> dict[str, Any]:
+        """The model asks for ``tool(CommandLine=line)`` (or ``tool(**args)``); what it got back."""
+        model = ScriptedModel().then((tool, args or {"CommandLine": line}), "ok")
         runner = self.runner(model, plugin=plugin, fail_open=fail_open)
         session = await runner.session_service.create_session(app_name=APP, user_id=USER)
         message = types.Content(role="user", parts=[types.Part(text="go")])
         async for _ in runner.run_async(user_id=USER, session_id=session.id, new_message=message):
             pass
-        return function_responses(model.requests[1])["run_command"]
+        return function_responses(model.requests[1])[tool]
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -83,6 +97,9 @@ async def rig(gateway_app: FastAPI, api_key: str) -> AsyncIterator[Rig]:
     ):
         await client.rules.create(tool="run_command", effect="ALLOW", pattern=r"^ls( |$)", project_id=PROJECT)
         await client.rules.create(tool="run_command", effect="BLOCK", pattern=r"\brm -rf\b", project_id=PROJECT)
+        judged_json = r'^\{"command": "ls( [^"]*)?", "cwd": "/work"\}$'
+        await client.rules.create(tool="run_in_dir", effect="ALLOW", pattern=judged_json, project_id=PROJECT)
+        await client.rules.create(tool="deploy", effect="ALLOW", pattern=r"^staging$", project_id=PROJECT)
         yield Rig(client)
 
 
@@ -100,6 +117,31 @@ async def test_failing_open_never_covers_a_refused_input(rig: Rig, plugin: bool,
     answer = await rig.call(command, plugin=plugin, fail_open=True)
     assert rig.ran == [], answer
     assert answer["status"] == "DENIED", answer
+
+
+# --- a second red team (issue 45): what a multi-argument or function tool really gets --------------
+
+
+@pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "callback"])
+async def test_a_line_break_inside_an_argument_is_judged_as_one(rig: Rig, plugin: bool) -> None:
+    """Judged as escaped JSON, ``ls -la\\ntouch PWNED`` was one command to the rule (ALLOW) and
+    two to bash."""
+    assert await rig.call("", plugin=plugin, tool="run_in_dir", command="ls -la", cwd="/work") == {"result": "done"}
+    for command in ("ls -la\ntouch PWNED", "ls -la\x1b"):
+        answer = await rig.call("", plugin=plugin, tool="run_in_dir", command=command, cwd="/work")
+        assert answer["status"] in ("DENIED", "PENDING"), answer
+    assert rig.ran == ["/work$ ls -la"]
+
+
+@pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "callback"])
+async def test_a_function_tool_is_judged_by_what_its_function_gets(rig: Rig, plugin: bool) -> None:
+    """``deploy(environment="staging")``: ADK drops the argument and runs the default
+    ``production``, which the rule for ``staging`` never allowed."""
+    assert await rig.call("", plugin=plugin, tool="deploy", env="staging") == {"result": "done"}
+    dropped = await rig.call("", plugin=plugin, tool="deploy", environment="staging")
+    defaulted = await rig.call("", plugin=plugin, tool="deploy", unused="staging")
+    assert dropped["status"] == "DENIED" and defaulted["status"] == "DENIED", (dropped, defaulted)
+    assert rig.ran == ["deploy staging"]
 
 
 # --- the class: the guardrail decides what the gateway decides --------------------------------

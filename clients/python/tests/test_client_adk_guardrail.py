@@ -62,6 +62,10 @@ def verdict(decision: str, tier: str = "project", rule: str | None = RULE) -> ht
         ({"CommandLine": "pytest --timeout=30"}, "pytest --timeout=30"),
         ({"command": "ls", "cwd": "/; rm -rf /"}, '{"command": "ls", "cwd": "/; rm -rf /"}'),
         ({"command": "ls", "count": 3}, '{"command": "ls", "count": 3}'),
+        # Characters are themselves, but quotes and backslashes: a line break is one to a rule.
+        ({"command": "ls -la\ntouch PWNED", "cwd": "/w"}, '{"command": "ls -la\ntouch PWNED", "cwd": "/w"}'),
+        ({"command": "ls\x1b", "cwd": "/w"}, '{"command": "ls\x1b", "cwd": "/w"}'),
+        ({"a": 'say "hi" \\n', "b": [1, None]}, '{"a": "say \\"hi\\" \\\\n", "b": [1, null]}'),
         ({}, "run_command"),
     ],
 )
@@ -102,9 +106,14 @@ def failing(exc: Exception) -> AsyncMemstream:
     return AsyncMemstream(BASE_URL, KEY, http_client=http, max_retries=0)
 
 
-UNREACHABLE = [error(502), error(503), error(504)]
+def proxy_error(status: int) -> httpx.Response:
+    return httpx.Response(status, text=f"<html>{status} from the proxy</html>")
+
+
+UNREACHABLE = [proxy_error(502), proxy_error(503), proxy_error(504)]
 #: Answers that are not a verdict and not "unreachable": the input refused, a limit, a defect.
-REFUSALS = [error(status) for status in (400, 401, 403, 404, 409, 413, 422, 429, 500, 501)] + [
+REFUSALS = [error(status) for status in (400, 401, 403, 404, 409, 413, 422, 429, 500, 501, 502, 503, 504)] + [
+    error(503, "over_capacity"),  # the gateway answered: a client can bring its cap about
     httpx.Response(200, text="<html>a proxy's page</html>"),
     httpx.Response(200, json={"decision": "allow", "tier": "project", "reason": "lower case"}),
     httpx.Response(200, json={"decision": "MAYBE", "tier": "project", "reason": "unknown"}),
@@ -191,3 +200,35 @@ async def test_another_tool_with_a_memory_readers_name_is_judged(name: str) -> N
         denied = await Guardrail(gateway(verdict("BLOCK"), asked)).check(tool, {"query": "rm -rf /"}, ToolContext())
         assert denied is not None and denied["status"] == "DENIED"
     assert [a["tool"] for a in asked] == [name, name]
+
+
+async def test_a_function_tool_is_judged_with_what_its_function_gets() -> None:
+    """Its defaults included: ``deploy()`` runs ``env="production"``, which is what is judged."""
+    from google.adk.tools.function_tool import FunctionTool
+
+    def deploy(env: str = "production", tool_context: Any = None) -> str:
+        """Deploys."""
+        return env
+
+    asked: list[dict[str, Any]] = []
+    guard = Guardrail(gateway(verdict("PENDING", "none", None), asked))
+    await guard.check(FunctionTool(deploy), {}, ToolContext())
+    await guard.check(FunctionTool(deploy), {"env": "staging"}, ToolContext())
+    assert [a["command"] for a in asked] == ["production", "staging"]
+
+
+@pytest.mark.parametrize("args", [{"environment": "staging"}, {"env": "staging", "apytest--timeout=30": "x"}])
+async def test_an_argument_the_function_does_not_take_denies(args: dict[str, Any]) -> None:
+    """ADK drops it after the guardrail has decided: judging it would judge what does not run."""
+    from google.adk.tools.function_tool import FunctionTool
+
+    def deploy(env: str = "production") -> str:
+        """Deploys."""
+        return env
+
+    asked: list[dict[str, Any]] = []
+    denied = await Guardrail(gateway(verdict("ALLOW"), asked), fail_open=True).check(
+        FunctionTool(deploy), args, ToolContext()
+    )
+    assert denied is not None and denied["status"] == "DENIED" and "takes no argument" in denied["error"]
+    assert asked == []

@@ -14,7 +14,12 @@ It is a second seat of a decision the server makes, so it is never weaker than t
   that is not a verdict, a decision it does not know — denies, saying why;
 - ``fail_open=True`` lets a call run only when the service **cannot be reached**: no
   connection, a timeout, or a 502/503/504 from a proxy in front of it
-  (``service_unreachable``). A 4xx is never "unavailable": the caller chose that input.
+  (``service_unreachable``). A 4xx is never "unavailable": the caller chose that input; nor is
+  an answer of the gateway itself (its error shape: a 503 ``over_capacity`` is an answer, and
+  a client can bring it about).
+- a call of a function tool is judged with the arguments the function will get: its
+  defaults included, and a call naming an argument the function does not take is denied
+  (ADK drops such arguments after the guardrail has decided).
 
 memstream's own read-only memory tools (``search_archived_memory`` made by
 ``archival_search_tool``, ADK's ``load_memory`` and ``preload_memory``) are pre-approved
@@ -28,6 +33,7 @@ list) changes what runs after the decision: put the guardrail last.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Callable
@@ -64,22 +70,67 @@ def reads_memory_only(tool: Any) -> bool:
 
 def service_unreachable(exc: BaseException) -> bool:
     """Whether ``exc`` says the permission service could not be reached (no answer, a
-    timeout, a proxy's 502/503/504): the only failures ``fail_open`` lets a call through."""
+    timeout, a proxy's 502/503/504 — not one in the gateway's own error shape, which is an
+    answer): the only failures ``fail_open`` lets a call through."""
     if isinstance(exc, APIConnectionError):
         return True
-    return isinstance(exc, APIStatusError) and exc.status_code in UNREACHABLE_STATUSES
+    return isinstance(exc, APIStatusError) and exc.status_code in UNREACHABLE_STATUSES and exc.code is None
 
 
 def command_of(tool_name: str, args: dict[str, Any]) -> str:
     """What a call asks for, as the permission engine matches it: a call with one argument, a
     string (a shell tool's command line), is that string; any other call is all its arguments,
-    as sorted JSON — so a rule never sees one argument while the tool acts on another. A tool
+    as sorted JSON — so a rule never sees one argument while the tool acts on another. The
+    JSON escapes only quotes and backslashes: every other character of a string is itself, so
+    a line break or a control character in an argument reaches the engine as it reaches the
+    tool (escaped, ``ls\\ntouch x`` would be one command to a rule and two to a shell). A tool
     whose command is spread over several arguments can say how to read it (``describe=``)."""
     if len(args) == 1:
         [value] = args.values()
         if isinstance(value, str) and value.strip():
             return value
-    return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str) if args else tool_name
+    return _as_judged(args) if args else tool_name
+
+
+def _as_judged(value: Any) -> str:
+    """``value`` as sorted JSON whose strings keep every character but quotes and backslashes."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):
+        items = sorted(((str(k), v) for k, v in value.items()), key=lambda item: item[0])
+        return "{" + ", ".join(f"{_as_judged(k)}: {_as_judged(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(_as_judged, value)) + "]"
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return _as_judged(str(value))
+
+
+#: Parameters ADK fills itself, never from the model's arguments.
+_INJECTED = frozenset({"tool_context", "input_stream"})
+
+
+def effective_args(tool: Any, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The arguments a function tool's function will be called with — those it takes, its
+    defaults for the ones left out — and the names in ``args`` it does not take (ADK drops
+    them after the guardrail). Any other tool's arguments are what it gets."""
+    func = getattr(tool, "func", None)
+    if func is None:
+        return args, []
+    try:
+        parameters = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # no signature to read: judged as given
+        return args, []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return args, []
+    taken = {name: p for name, p in parameters.items() if name not in _INJECTED}
+    unknown = sorted(name for name in args if name not in taken)
+    effective = {
+        name: args[name] if name in args else p.default
+        for name, p in taken.items()
+        if name in args or p.default is not inspect.Parameter.empty
+    }
+    return effective, unknown
 
 
 def _denied(tool_name: str, rule: str | None, error: str) -> dict[str, Any]:
@@ -104,9 +155,14 @@ class Guardrail:
         if reads_memory_only(tool):
             return None
         tool_name: str = tool.name
+        judged, unknown = effective_args(tool, args)
+        if unknown:
+            log.warning("%s called with arguments it does not take (%s): denied", tool_name, ", ".join(unknown))
+            why = f"{tool_name} takes no argument named {', '.join(map(repr, unknown))}, so it was not run"
+            return _denied(tool_name, None, why)
         session = tool_context.session
         project = self.project_id or (session.app_name if self.app_as_project else None)
-        command = self.describe(tool_name, args)
+        command = self.describe(tool_name, judged)
         try:
             verdict = await self.client.permissions.evaluate(
                 session_id=session.id,
