@@ -6,6 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -120,15 +121,20 @@ class TurnProducer:
             raise BrokerUnavailableError("broker metadata lists no brokers")
         return f"{len(brokers)} broker(s)"
 
-    async def publish(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Send every record and wait until the broker acknowledged all of them."""
+    async def publish(self, records: Sequence[Mapping[str, Any]], *, received_at: Sequence[datetime]) -> None:
+        """Send every record and wait until the broker acknowledged all of them. Each record's
+        Kafka time is when the gateway first received it (``received_at``: a retry's is its
+        first attempt's), which erasure and consent are ordered against."""
         if self._watch is not None and time.monotonic() >= self._next_check:
             self._next_check = time.monotonic() + WATCH_INTERVAL_S
             await self._watch.check()
         producer = await self._started()
         encoded = [(turn_key(r["tenant_id"], r["session_id"]), self.codec.encode(r)) for r in records]
         try:
-            futures = [await producer.send(TURNS, key=key, value=value) for key, value in encoded]
+            futures = [
+                await producer.send(TURNS, key=key, value=value, timestamp_ms=_millis(when))
+                for (key, value), when in zip(encoded, received_at, strict=True)
+            ]
             await asyncio.wait_for(asyncio.gather(*futures), timeout=self.timeout_s)
         except (KafkaError, OSError, TimeoutError) as exc:
             self._discard(producer)
@@ -167,3 +173,7 @@ async def _stop(producer: AIOKafkaProducer) -> None:
         await producer.stop()
     except (KafkaError, OSError) as exc:
         log.debug("stopping a discarded producer: %s", exc)
+
+
+def _millis(when: datetime) -> int:
+    return int(when.timestamp() * 1000)

@@ -152,7 +152,8 @@ async def publish_records(
     then the turn contract's limits checked again on what the filter made — a field that
     redaction pushed past its limit is a 422 naming it, never cut — then Kafka (waiting for
     the broker's ack)."""
-    if conflicts := await state.event_claims.conflicts(principal.tenant_id, records):
+    claimed = await state.event_claims.claim(principal.tenant_id, records, received_at=datetime.now(UTC))
+    if conflicts := claimed.refused:
         message = (
             "this event id was already used for another turn (an event id names one turn; a retry sends it unchanged)"
         )
@@ -174,7 +175,7 @@ async def publish_records(
         message = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details)
         raise ApiError(422, code, message, details=details)
     state.metrics.count_redactions(found, stage="gateway")
-    await state.producer.publish(records)
+    await state.producer.publish(records, received_at=claimed.received_at)
     state.metrics.turns_accepted.inc(len(records))
     state.metrics.events_out.labels(topic=TURNS).inc(len(records))
 

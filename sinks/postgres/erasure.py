@@ -48,14 +48,15 @@ async def forgotten(
     conn: psycopg.AsyncConnection[Any], tenant_id: str, events: Iterable[tuple[uuid.UUID, str, datetime | None]]
 ) -> set[uuid.UUID]:
     """Which of these (event id, user id, time memstream received it) of the current tenant
-    are forgotten."""
+    are forgotten. Those forgotten for their user's erasure are tombstoned by id on the way
+    (``memstream_skip_forgotten``, migration 0018): a retry of one under the same id after a
+    consent is forgotten too."""
     items = list(events)
     if not items:
         return set()
     cur = await conn.execute(
-        "SELECT i.event_id FROM unnest(%s::uuid[], %s::text[], %s::timestamptz[]) AS i(event_id, user_id, at)"
-        " WHERE memstream_forgotten(%s, i.user_id, i.event_id, i.at)",
-        ([e for e, _, _ in items], [u for _, u, _ in items], [t for _, _, t in items], tenant_id),
+        "SELECT * FROM memstream_skip_forgotten(%s, %s::uuid[], %s::text[], %s::timestamptz[])",
+        (tenant_id, [e for e, _, _ in items], [u for _, u, _ in items], [t for _, _, t in items]),
     )
     return {row[0] for row in await cur.fetchall()}
 

@@ -53,7 +53,12 @@ APP_PRIVILEGES: dict[str, tuple[str, ...]] = {
     "extractions": ("SELECT", "INSERT"),
 }
 #: SECURITY DEFINER functions the app role may call (EXECUTE is revoked from PUBLIC).
-APP_FUNCTIONS = ("memstream_erase_user(text)", "memstream_consent_user(text)", "memstream_api_key(text)")
+APP_FUNCTIONS = (
+    "memstream_erase_user(text)",
+    "memstream_consent_user(text)",
+    "memstream_api_key(text)",
+    "memstream_skip_forgotten(text, uuid[], text[], timestamptz[])",
+)
 
 
 @dataclass(frozen=True)

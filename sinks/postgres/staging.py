@@ -86,6 +86,15 @@ class StagedInsert:
             sql.Identifier(self.stage), sql.SQL(", ").join(map(sql.Identifier, self.columns))
         )
 
+    def _skip(self) -> sql.Composed:
+        """The staged events of a tenant that are forgotten, those forgotten for their user's
+        erasure tombstoned by id (``memstream_skip_forgotten``): the insert then skips them."""
+        return sql.SQL(
+            "SELECT count(*) FROM (SELECT array_agg(s.event_id) AS e, array_agg(s.user_id) AS u,"
+            " array_agg(s.{time}) AS t FROM {stage} s WHERE s.tenant_id = %(tenant)s) a,"
+            " memstream_skip_forgotten(%(tenant)s, a.e, a.u, a.t)"
+        ).format(stage=sql.Identifier(self.stage), time=sql.Identifier(self.time_column))
+
     def _insert(self) -> sql.Composed:
         inserted = [c for c in self.columns if c not in self.staged_only]
         targets = sql.SQL(", ").join(map(sql.Identifier, (*inserted, *(c for c, _ in self.computed))))
@@ -132,6 +141,7 @@ class StagedInsert:
                 for tenant, users in sorted(users_by_tenant.items()):
                     await act_as(conn, tenant, actor="worker")
                     await lock_users(conn, tenant, users)
+                    await cur.execute(self._skip(), {"tenant": tenant})  # tombstones what is skipped
                     await cur.execute(self._insert(), {"tenant": tenant})
                     ids = [row[0] for row in await cur.fetchall()]
                     if ids:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import numpy as np
 import psycopg
+import redis.asyncio as aioredis
 from aiokafka import AIOKafkaProducer
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,8 @@ from sinks.postgres.erasure import forgotten
 from sinks.postgres.event_log import append_events
 from sinks.postgres.facts import FactRecord, apply_facts
 from sinks.postgres.tenancy import act_as
+from sinks.redis.event_claims import EventClaims
+from sinks.redis.keys import event_claim_key
 from tests.fixtures.stack import RunningStack, WorkerHandle, eventually
 from tests.integration.helpers import avro_record, post_turns, turn
 from tests.integration.test_privacy import redis_containing, tables_containing
@@ -96,6 +99,77 @@ async def test_a_turn_received_before_an_erasure_stays_forgotten_however_it_is_d
     assert redis_containing(stack, [secret]) == []
     facts = (await gateway.get("/v1/entities", params={"user_id": user})).json()["facts"]
     assert all(secret not in str(f) and "dark" not in str(f).lower() for f in facts), facts
+
+
+# --- a second red team: a retry after the consent of a turn received before the erasure ----------
+
+
+async def test_a_retry_after_the_consent_of_a_turn_received_before_it_stays_forgotten(
+    stack: RunningStack,
+    worker: WorkerHandle,
+    memory_worker: WorkerHandle,
+    running_memory_worker: WorkerHandle,
+    gateway: httpx.AsyncClient,
+    tenant: str,
+) -> None:
+    """Skipped by the workers, the turn was never stored, so the erasure had not recorded its
+    id, and the same id posted again after the consent was stored. Now a retry is dated by its
+    first attempt (the gateway's claim), and a skipped event is tombstoned by its id: so it holds
+    also when the claim is gone (a retry after it expired) and for a turn produced straight onto
+    the topic again."""
+    user, secret = "erased-retry", f"quince-{uuid.uuid4().hex[:8]}"
+    before = turn(tenant, "s-retry", f"I prefer dark mode, {secret} before", user_id=user, event_id=str(uuid.uuid4()))
+    between = turn(tenant, "s-retry", f"{secret} between", user_id=user, event_id=str(uuid.uuid4()))
+    direct = avro_record(tenant, f"{secret} direct", session="s-retry", user_id=user)
+    codec = turn_event_codec()
+    producer = AIOKafkaProducer(bootstrap_servers=stack.settings.require_kafka(), enable_idempotence=False)
+    await producer.start()
+
+    async def produce(record: dict[str, Any]) -> None:
+        await producer.send_and_wait(topics.TURNS, key=turn_key(tenant, "s-retry"), value=codec.encode(record))
+
+    async def kept(text: str) -> None:
+        """A turn of another user in the same session (so the same partition, after the others)."""
+        await post_turns(gateway, [turn(tenant, "s-retry", text, user_id="kept-user")])
+
+        def logged() -> bool:
+            with stack.db(tenant) as conn:
+                return conn.execute("SELECT 1 FROM event_log WHERE content = %s", (text,)).fetchone() is not None
+
+        await eventually(logged, timeout_s=60)
+
+    try:
+        memory_worker.stop()
+        worker.stop()
+        try:
+            await post_turns(gateway, [before])
+            await produce(direct)
+            assert (await gateway.post(f"/v1/users/{user}/erase")).status_code == 200
+            await post_turns(gateway, [between])
+        finally:
+            worker.start()
+            memory_worker.start()
+        await kept("the workers are past the erased user's turns")
+        assert (await gateway.post(f"/v1/users/{user}/consent")).json()["after_erasure"] is True
+        # The retries: by the gateway with its claim, by the gateway after the claim expired, and
+        # the same record straight onto the topic again (a new Kafka time, the same event id).
+        await post_turns(gateway, [{**before, "event_time": None}])
+        stack.redis().delete(event_claim_key(tenant, str(between["event_id"])))
+        await post_turns(gateway, [{**between, "event_time": None}])
+        await produce(direct)
+        await post_turns(gateway, [turn(tenant, "s-retry", "a fresh start after consent", user_id=user)])
+        await kept("the workers are past the retries")
+    finally:
+        await producer.stop()
+
+    def stored() -> list[str]:
+        with stack.db(tenant) as conn:
+            rows = conn.execute("SELECT content FROM event_log WHERE user_id = %s ORDER BY seq", (user,)).fetchall()
+        return [str(r[0]) for r in rows]
+
+    await eventually(lambda: stored() == ["a fresh start after consent"], timeout_s=60)
+    assert tables_containing(stack, [secret]) == []
+    assert redis_containing(stack, [secret]) == []
 
 
 # --- the class: any event time, any lag, every sink ---------------------------------------------
@@ -168,3 +242,20 @@ async def _apply(conn: psycopg.AsyncConnection[Any], tenant: str, fact: FactReco
         results = await apply_facts(conn, [fact], model="test/m@4", merge_threshold=0.9)
     [result] = results
     return result.action not in ("erased", "forgotten")
+
+
+async def test_a_retry_is_received_when_its_first_attempt_was(stack: RunningStack, tenant: str) -> None:
+    """The gateway's claim keeps the first attempt's receipt, and a retry is published with it."""
+    client = aioredis.Redis.from_url(stack.settings.require_redis_url())
+    claims = EventClaims(client, ttl_s=60)
+    record = turn(tenant, "s", "hello", event_id=str(uuid.uuid4()), event_time=datetime.now(UTC))
+    first, later = datetime(2026, 12, 1, 9, 0, tzinfo=UTC), datetime(2026, 12, 1, 9, 5, tzinfo=UTC)
+    try:
+        assert (await claims.claim(tenant, [dict(record)], received_at=first)).received_at == [first]
+        fresh = turn(tenant, "s", "new", event_id=str(uuid.uuid4()), event_time=datetime.now(UTC))
+        again = await claims.claim(tenant, [dict(record), fresh], received_at=later)
+        assert again.refused == [] and again.received_at == [first, later]
+        other = await claims.claim(tenant, [{**record, "content": "another turn"}], received_at=later)
+        assert other.refused == [0]
+    finally:
+        await client.aclose()
