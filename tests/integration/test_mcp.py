@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from memstream_client import AsyncMemstream
@@ -207,6 +208,34 @@ async def test_a_connections_project_is_where_permissions_are_checked(memstream:
     assert own["decision"] == "BLOCK" and same["decision"] == "BLOCK"
     assert other.is_error and "locked" in text_of(other)
     assert long.is_error and "decision" not in text_of(long)
+
+
+async def test_a_connections_session_is_where_permissions_are_checked(memstream: AsyncMemstream, mode: str) -> None:
+    """A connection pinned to a session cannot use another conversation's allow-once grant."""
+    await memstream.permissions.allow_once(session_id="conv-B", tool="shell", command="terraform destroy")
+    pinned = build_server(lambda _ctx: memstream, defaults=Defaults(session_id="conv-A"))
+    async with Client(pinned, mode=mode) as mcp:  # type: ignore[arg-type]
+        other = await mcp.call_tool(
+            "check_permission", {"tool": "shell", "command": "terraform destroy", "session_id": "conv-B"}
+        )
+        own = data(await mcp.call_tool("check_permission", {"tool": "shell", "command": "terraform destroy"}))
+    assert other.is_error and "conv-A" in text_of(other)
+    assert own["decision"] == "PENDING"
+    unpinned = build_server(lambda _ctx: memstream)
+    async with Client(unpinned, mode=mode) as mcp:  # type: ignore[arg-type]
+        granted = data(
+            await mcp.call_tool(
+                "check_permission", {"tool": "shell", "command": "terraform destroy", "session_id": "conv-B"}
+            )
+        )
+    assert granted["decision"] == "ALLOW" and granted["tier"] == "allow_once", "the grant was still there"
+
+
+def test_a_default_header_given_twice_is_refused() -> None:
+    headers = [("X-Memstream-Project-Id", "locked"), ("x-memstream-project-id", "lax")]
+    with pytest.raises(ToolError, match="more than once"):
+        Defaults().overridden_by(headers)
+    assert Defaults().overridden_by([("x-memstream-project-id", "p"), ("x-other", "o")]).project_id == "p"
 
 
 async def test_a_gateway_refusal_is_an_error_result_with_its_message(memstream: AsyncMemstream, mode: str) -> None:

@@ -63,14 +63,33 @@ class Defaults:
     user_id: str | None = None
     agent_id: str | None = None
     project_id: str | None = None
-    session_id: str = "mcp"
+    #: The connection's session, when it names one (``--session-id``, the header); else
+    #: ``session`` is the shared default, ``mcp``.
+    session_id: str | None = None
 
-    def overridden_by(self, headers: dict[str, str] | None) -> Defaults:
-        """These defaults, with any an HTTP connection sets in its headers."""
+    @property
+    def session(self) -> str:
+        return self.session_id or DEFAULT_SESSION
+
+    def overridden_by(self, headers: list[tuple[str, str]] | None) -> Defaults:
+        """These defaults, with any an HTTP connection sets in its headers (a header given more
+        than once is refused: which one would bind a permission check is ambiguous)."""
         if not headers:
             return self
-        found = {field: headers[name] for field, name in DEFAULT_HEADERS.items() if headers.get(name)}
+        found: dict[str, str] = {}
+        names = {name: field for field, name in DEFAULT_HEADERS.items()}
+        for name, value in headers:
+            field = names.get(name.lower())
+            if field is None or not value:
+                continue
+            if field in found:
+                raise ToolError(f"the header {name} is given more than once")
+            found[field] = value
         return replace(self, **found) if found else self
+
+
+#: The session of a connection that names none.
+DEFAULT_SESSION = "mcp"
 
 
 #: The client for the current call: one fixed client on stdio, the caller's key over HTTP.
@@ -123,7 +142,7 @@ def build_server(
             headers = ctx.headers
         except (AttributeError, LookupError, ValueError):  # stdio and in-memory calls have no headers
             headers = None
-        return base.overridden_by({k.lower(): v for k, v in headers.items()} if headers else None)
+        return base.overridden_by(list(headers.items()) if headers else None)
 
     def user_of(ctx: Context, user_id: str | None) -> str:
         chosen = user_id or defaults_for(ctx).user_id
@@ -148,7 +167,7 @@ def build_server(
         known = defaults_for(ctx)
         common = {
             "user_id": user_of(ctx, user_id),
-            "session_id": session_id or known.session_id,
+            "session_id": session_id or known.session,
             "project_id": project_id or known.project_id,
             "agent_id": agent_id or known.agent_id,
             "shared": shared,
@@ -179,7 +198,7 @@ def build_server(
             context = await client_source(ctx).context.get(
                 user_of(ctx, user_id),
                 query,
-                session_id=session_id or known.session_id,
+                session_id=session_id or known.session,
                 project_id=project_id or known.project_id,
                 budget=budget,
             )
@@ -310,7 +329,7 @@ def build_server(
         known = defaults_for(ctx)
         event: dict[str, Any] = {
             "user_id": user_of(ctx, user_id),
-            "session_id": session_id or known.session_id,
+            "session_id": session_id or known.session,
             "project_id": project_id or known.project_id,
             "agent_id": known.agent_id,
             "skill": skill,
@@ -353,14 +372,17 @@ def build_server(
         project_id: ProjectArg = None,
     ) -> dict[str, Any]:
         known = defaults_for(ctx)
+        # The rules and the grants that apply are the operator's choice, not the model's: a
+        # connection with a project (a session) checks in it, and in no other.
         if known.project_id and project_id and project_id != known.project_id:
-            # The rules that apply are the operator's choice, not the model's: no other project's.
             raise ToolError(f"this connection checks permissions in project {known.project_id!r} only")
+        if known.session_id and session_id and session_id != known.session_id:
+            raise ToolError(f"this connection checks permissions in session {known.session_id!r} only")
         async with _gateway_errors():
             verdict = await client_source(ctx).permissions.evaluate(
                 tool=tool,
                 command=command,
-                session_id=session_id or known.session_id,
+                session_id=known.session_id or session_id or DEFAULT_SESSION,
                 project_id=known.project_id or project_id,
                 agent_id=known.agent_id,
             )

@@ -30,7 +30,9 @@ def parser(prog: str = "memstream mcp") -> argparse.ArgumentParser:
     p.add_argument("--agent-id", default=os.environ.get("MEMSTREAM_AGENT_ID"), help="default agent (unbound keys)")
     p.add_argument("--project-id", default=os.environ.get("MEMSTREAM_PROJECT_ID"), help="default project")
     p.add_argument(
-        "--session-id", default=os.environ.get("MEMSTREAM_SESSION_ID", "mcp"), help="default session (default: mcp)"
+        "--session-id",
+        default=os.environ.get("MEMSTREAM_SESSION_ID"),
+        help="default session, and the only one permissions are checked in (default: mcp, shared)",
     )
     return p
 
