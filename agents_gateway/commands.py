@@ -212,9 +212,12 @@ def _words(part: str) -> list[tuple[int, int]]:
 
 def _runs_a_shell(word: str) -> bool:
     """Whether ``word`` names a shell (``sh``, ``/bin/bash``, ``'ba''sh'``, ``b\\ash``,
-    ``bash5``, ``/bin/ba?h``, ``{ba,}sh``) or is find's ``-exec`` family."""
+    ``bash5``, ``/bin/ba?h``, ``{ba,}sh``) or is find's ``-exec`` family (``-exec``,
+    ``-exe[c]``, ``-exe?``: a glob a file named ``-exec`` in the folder would match)."""
     bare = word.replace("'", "").replace('"', "").replace("\\", "")
     if bare in FIND_RUNNERS:
+        return True
+    if _GLOB.search(bare) and any(fnmatch.fnmatchcase(runner, bare) for runner in FIND_RUNNERS):
         return True
     name = bare.rsplit("/", 1)[-1].lower()
     if "{" in name and ("," in name or ".." in name):
@@ -222,6 +225,17 @@ def _runs_a_shell(word: str) -> bool:
     if _GLOB.search(name):
         return any(fnmatch.fnmatchcase(shell, name) for shell in SHELLS)
     return name in SHELLS or _VERSION.sub("", name) in SHELLS
+
+
+#: What makes a program's word another name by the time the shell runs it: brace expansion
+#: (``{evilcmd,pytest}``), a glob, quotes and escapes, a ``..`` that leaves a folder the word
+#: names (``…/pytest/../../bin/evilcmd``).
+_REWRITTEN_PROGRAM = re.compile(r"[{}*?\[\]'\"\\]|(?:^|/)\.\.(?:/|$)")
+
+
+def rewritten_program(word: str) -> bool:
+    """Whether a shell runs another program than the one ``word`` spells as it stands."""
+    return _REWRITTEN_PROGRAM.search(word) is not None
 
 
 @dataclass(frozen=True)
@@ -237,6 +251,9 @@ class Fragment:
     #: Its characters outside printable ASCII (``unusual``): an ALLOW rule must hold each of
     #: them in its pattern to allow it.
     unusual: frozenset[str] = frozenset()
+    #: Its program's word is rewritten by the shell before it runs (``rewritten_program``):
+    #: no ALLOW rule allows it, whatever it names.
+    rewritten: bool = False
 
     def names_unusual(self, pattern: str) -> bool:
         """Whether ``pattern`` holds every unusual character of this fragment itself."""
@@ -290,4 +307,5 @@ def analyse(part: str) -> Fragment:
         unnamed.append(("assignments", _replaced(part, assignments, "assignments")))
     if runners:
         unnamed.append(("runner", _replaced(part, runners, "runner")))
-    return Fragment(part, expansion(part), tuple(unnamed), unusual(part))
+    rewritten = program is not None and rewritten_program(part[program[0] : program[1]])
+    return Fragment(part, expansion(part), tuple(unnamed), unusual(part), rewritten)

@@ -342,7 +342,7 @@ async def _match(
 
 #: Why no ALLOW rule allows a text: it holds an expansion, or the ALLOW rules that match it
 #: do not name a part of it that runs (``commands.analyse``) or its unusual characters.
-Refusal = Literal["expansion", "unusual"] | Unnamed
+Refusal = Literal["expansion", "unusual", "rewritten"] | Unnamed
 
 _REFUSALS: dict[Refusal, str] = {
     "expansion": "holds a shell expansion ($, a backtick or !), through which a shell can run code"
@@ -352,6 +352,8 @@ _REFUSALS: dict[Refusal, str] = {
     "runner": "is matched by an ALLOW rule that does not name the shell (or find -exec) it runs",
     "unusual": "holds characters a shell reads as they are (non-ASCII letters, look-alikes, unusual spaces)"
     " that no ALLOW rule matching it names",
+    "rewritten": "names its program by a word the shell rewrites before it runs it (braces, a glob, quotes"
+    " or escapes, a ..), so no ALLOW rule allows it",
 }
 
 
@@ -397,6 +399,9 @@ def _first_matches(rules: Sequence[Rule], texts: Sequence[str], budget_s: float)
             except PatternError:
                 continue  # stored before validation tightened: never matches, never crashes
             if compiled.search(text) is None:
+                continue
+            if allow and fragment.rewritten:
+                why = why or "rewritten"
                 continue
             if allow and not fragment.names_unusual(rule.pattern):
                 why = why or "unusual"
@@ -509,15 +514,37 @@ async def decide(
 ) -> Verdict:
     """The verdict on ``command``; EvaluationsBusy when rules must be matched and the tenant
     already has ``max_matching`` evaluations matching (a grant decides without matching, so
-    a refused evaluation has consumed none)."""
-    if tool in preapproved:
-        return Verdict("ALLOW", "preapproved", f"{tool} only reads memory")
-    grant = await use_grant(
-        client, tenant_id=tenant_id, session_id=session_id, project_id=project_id, agent_id=agent_id,
-        tool=tool, command=command,
+    a refused evaluation has consumed none). A pre-approved tool is allowed without a rule,
+    but not against one: the tenant's BLOCK rules for it still apply (pre-approval is by the
+    tool's name, which any tool can take)."""
+    if tool not in preapproved:
+        grant = await use_grant(
+            client, tenant_id=tenant_id, session_id=session_id, project_id=project_id, agent_id=agent_id,
+            tool=tool, command=command,
+        )  # fmt: skip
+        if grant is not None:
+            return Verdict("ALLOW", "allow_once", "a single-use grant for this command", grant_id=grant)
+    verdict = await _by_rules(
+        conn, tenant_id=tenant_id, project_id=project_id, tool=tool, command=command, budget_s=budget_s,
+        max_rules=max_rules, max_matching=max_matching,
     )  # fmt: skip
-    if grant is not None:
-        return Verdict("ALLOW", "allow_once", "a single-use grant for this command", grant_id=grant)
+    if tool in preapproved and verdict.decision != "BLOCK":
+        return Verdict("ALLOW", "preapproved", f"{tool} only reads memory")
+    return verdict
+
+
+async def _by_rules(
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    tenant_id: str,
+    project_id: str | None,
+    tool: str,
+    command: str,
+    budget_s: float,
+    max_rules: int,
+    max_matching: int,
+) -> Verdict:
+    """What the tool's rules (the project's, then the global ones) decide of ``command``."""
     rules = await rules_for(conn, tool=tool, project_id=project_id, limit=max_rules + 1)
     if len(rules) > max_rules:
         return _over_budget(f"more than {max_rules} rules apply to {tool}")

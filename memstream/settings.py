@@ -427,7 +427,10 @@ class Settings(BaseSettings):
     # --- tool permissions ---------------------------------------------------------------
     preapproved_tools: tuple[str, ...] = Field(
         default=("memory.search", "memory.context", "memory.buffer"),
-        description="Tools that only read memory: allowed by the permission engine without a rule.",
+        description=(
+            "Tools that only read memory: allowed by the permission engine without a rule"
+            " (a BLOCK rule for one still blocks)."
+        ),
     )
     allow_once_ttl_s: int = Field(
         default=300, ge=1, description="An allow-once grant not used within this many seconds expires."

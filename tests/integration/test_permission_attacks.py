@@ -417,7 +417,8 @@ async def test_an_allow_rule_that_does_not_name_what_runs_does_not_allow_it(
 ) -> None:
     verdict = await verdict_of(gateway, command)
     assert (verdict["decision"], verdict["tier"], verdict["rule_id"]) == ("PENDING", "none", None), verdict
-    assert "is matched by an ALLOW rule that does not name" in str(verdict["reason"]), verdict
+    reason = str(verdict["reason"])  # a shell's name in quotes or as a glob: a word the shell rewrites
+    assert "is matched by an ALLOW rule that does not name" in reason or "rewrites" in reason, verdict
 
 
 async def test_a_rule_that_names_what_runs_allows_it_and_a_later_block_still_applies(
@@ -552,3 +553,56 @@ async def test_a_block_rule_still_sees_the_normalised_command(gateway: httpx.Asy
     blocked = await rule(gateway, tool="sh", effect="BLOCK", pattern=r"\brm -rf\b", position=0)
     verdict = await verdict_of(gateway, command)
     assert (verdict["decision"], verdict["rule_id"]) == ("BLOCK", blocked), verdict
+
+
+# --- 6. a program word the shell rewrites; find -exec as a glob; pre-approval against a BLOCK ----
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "{evilcmd,pytest,--timeout=30}",
+        "{evilcmd,pytest} --timeout=30",
+        "{evilcmd,'pytest --timeout=30'}",
+        "/usr/lib/python3/site-packages/pytest/../../../../../tmp/bin/evilcmd --timeout=30",
+        "'pytest' --timeout=30",
+        "p?test* pytest --timeout=30",
+    ],
+)
+async def test_a_program_word_the_shell_rewrites_is_never_allowed(gateway: httpx.AsyncClient, command: str) -> None:
+    """Brace expansion in the command position picks the program (bash ran evilcmd), and a
+    ``..`` leaves the folder the word names: the docs say ``pytest.*--timeout=30`` allows no
+    ``evilcmd pytest --timeout=30``."""
+    await rule(gateway, tool="sh", effect="ALLOW", pattern="pytest.*--timeout=30")
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+    assert "rewrites" in str(verdict["reason"]), verdict
+    assert (await verdict_of(gateway, "pytest --timeout=30"))["decision"] == "ALLOW"
+
+
+@pytest.mark.parametrize(
+    "command", ["find . -exe[c] evilcmd {} +", "find . -exe? evilcmd {} +", "find . -[e]xecdir evilcmd {} +"]
+)
+async def test_find_exec_spelled_as_a_glob_must_be_named(gateway: httpx.AsyncClient, command: str) -> None:
+    """With a file named ``-exec`` in the folder, bash expands the glob to it."""
+    await rule(gateway, tool="sh", effect="ALLOW", pattern="^find( |$)")
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+    assert (await verdict_of(gateway, "find . -name '*.py'"))["decision"] == "ALLOW"
+
+
+async def test_a_block_rule_applies_to_a_pre_approved_tool(gateway: httpx.AsyncClient) -> None:
+    """Pre-approval is by the tool's name, which any tool can take: the tenant's BLOCK wins."""
+    response = await gateway.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "memory.search", "command": "rm -rf /"}
+    )
+    assert (response.json()["decision"], response.json()["tier"]) == ("ALLOW", "preapproved")
+    blocked = await rule(gateway, tool="memory.search", effect="BLOCK", pattern=r"\brm -rf\b")
+    response = await gateway.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "memory.search", "command": "rm -rf /"}
+    )
+    assert (response.json()["decision"], response.json()["rule_id"]) == ("BLOCK", blocked), response.json()
+    response = await gateway.post(
+        "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "memory.search", "command": "dark mode"}
+    )
+    assert response.json()["decision"] == "ALLOW", "what no BLOCK matches is still pre-approved"

@@ -7,7 +7,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agents_gateway.commands import CUTS, MAX_PARTS, analyse, as_sent, expansion, normalise, parts, sent_parts
+from agents_gateway.commands import (
+    CUTS,
+    MAX_PARTS,
+    analyse,
+    as_sent,
+    expansion,
+    normalise,
+    parts,
+    rewritten_program,
+    sent_parts,
+)
 
 
 @pytest.mark.parametrize(
@@ -291,3 +301,33 @@ def test_an_ascii_pattern_names_no_unusual_character(line: str) -> None:
         fragment = analyse(part)
         if any(not " " <= ch <= "~" for ch in part):
             assert fragment.unusual and not fragment.names_unusual(".*" + "".join(map(chr, range(32, 127))))
+
+
+@pytest.mark.parametrize(
+    ("word", "rewritten"),
+    [
+        ("pytest", False),
+        ("/usr/bin/pytest", False),
+        ("./scripts/ci.sh", False),
+        ("~/bin/tool", False),
+        ("{evilcmd,pytest}", True),
+        ("{a..z}", True),
+        ("pyt*st", True),
+        ("py?est", True),
+        ("[p]ytest", True),
+        ("'pytest'", True),
+        ('"pytest"', True),
+        ("py\\test", True),
+        ("/lib/pytest/../../bin/evilcmd", True),
+        ("../evilcmd", True),
+    ],
+)
+def test_a_program_word_the_shell_rewrites_is_known(word: str, rewritten: bool) -> None:
+    assert rewritten_program(word) is rewritten
+    assert analyse(f"{word} --timeout=30").rewritten is rewritten
+    assert analyse(f"echo {word}").rewritten is False, "an argument is not the program"
+
+
+@pytest.mark.parametrize("word", ["-exe[c]", "-exe?", "-[e]xecdir", "-ok*", "'-exec'", "{-exec,}"])
+def test_find_exec_in_any_spelling_must_be_named(word: str) -> None:
+    assert [kind for kind, _ in analyse(f"find . {word} evilcmd {{}} +").unnamed] == ["program", "runner"]
