@@ -97,7 +97,7 @@ async def rig(gateway_app: FastAPI, api_key: str) -> AsyncIterator[Rig]:
     ):
         await client.rules.create(tool="run_command", effect="ALLOW", pattern=r"^ls( |$)", project_id=PROJECT)
         await client.rules.create(tool="run_command", effect="BLOCK", pattern=r"\brm -rf\b", project_id=PROJECT)
-        judged_json = r'^\{"command": "ls( [^"]*)?", "cwd": "/work"\}$'
+        judged_json = r'^run_in_dir \{"command": "ls( [^"]*)?", "cwd": "/work"\}$'
         await client.rules.create(tool="run_in_dir", effect="ALLOW", pattern=judged_json, project_id=PROJECT)
         await client.rules.create(tool="deploy", effect="ALLOW", pattern=r"^staging$", project_id=PROJECT)
         yield Rig(client)
@@ -108,11 +108,11 @@ async def test_a_command_longer_than_the_gateway_judges_does_not_run(rig: Rig, p
     assert await rig.call("ls -la", plugin=plugin) == {"result": "done"}  # the rig runs what is allowed
     answer = await rig.call(LONG, plugin=plugin)
     assert LONG not in rig.ran and rig.ran == ["ls -la"]
-    assert answer["status"] == "DENIED" and "refused to judge" in answer["error"], answer
+    assert answer["status"] == "DENIED" and "more than the 8192" in answer["error"], answer
 
 
 @pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "callback"])
-@pytest.mark.parametrize("command", ["rm -rf /tmp/victim # \x1b", "rm -rf /\x00", LONG])
+@pytest.mark.parametrize("command", ["rm -rf /tmp/victim # \x1b", "rm -rf /\x00", LONG, "ls" + " " * 5_000_000 + "; x"])
 async def test_failing_open_never_covers_a_refused_input(rig: Rig, plugin: bool, command: str) -> None:
     answer = await rig.call(command, plugin=plugin, fail_open=True)
     assert rig.ran == [], answer

@@ -60,12 +60,15 @@ def verdict(decision: str, tier: str = "project", rule: str | None = RULE) -> ht
     ("args", "command"),
     [
         ({"CommandLine": "pytest --timeout=30"}, "pytest --timeout=30"),
-        ({"command": "ls", "cwd": "/; rm -rf /"}, '{"command": "ls", "cwd": "/; rm -rf /"}'),
-        ({"command": "ls", "count": 3}, '{"command": "ls", "count": 3}'),
+        ({"command": "ls", "cwd": "/; rm -rf /"}, 'run_command {"command": "ls", "cwd": "/; rm -rf /"}'),
+        ({"command": "ls", "count": 3}, 'run_command {"command": "ls", "count": 3}'),
         # Characters are themselves, but quotes and backslashes: a line break is one to a rule.
-        ({"command": "ls -la\ntouch PWNED", "cwd": "/w"}, '{"command": "ls -la\ntouch PWNED", "cwd": "/w"}'),
-        ({"command": "ls\x1b", "cwd": "/w"}, '{"command": "ls\x1b", "cwd": "/w"}'),
-        ({"a": 'say "hi" \\n', "b": [1, None]}, '{"a": "say \\"hi\\" \\\\n", "b": [1, null]}'),
+        (
+            {"command": "ls -la\ntouch PWNED", "cwd": "/w"},
+            'run_command {"command": "ls -la\ntouch PWNED", "cwd": "/w"}',
+        ),
+        ({"command": "ls\x1b", "cwd": "/w"}, 'run_command {"command": "ls\x1b", "cwd": "/w"}'),
+        ({"a": 'say "hi" \\n', "b": [1, None]}, 'run_command {"a": "say \\"hi\\" \\\\n", "b": [1, null]}'),
         ({}, "run_command"),
     ],
 )
@@ -114,6 +117,7 @@ UNREACHABLE = [proxy_error(502), proxy_error(503), proxy_error(504)]
 #: Answers that are not a verdict and not "unreachable": the input refused, a limit, a defect.
 REFUSALS = [error(status) for status in (400, 401, 403, 404, 409, 413, 422, 429, 500, 501, 502, 503, 504)] + [
     error(503, "over_capacity"),  # the gateway answered: a client can bring its cap about
+    httpx.Response(503, json={"error": {"code": "over_capacity"}}),  # its shape, without a message
     httpx.Response(200, text="<html>a proxy's page</html>"),
     httpx.Response(200, json={"decision": "allow", "tier": "project", "reason": "lower case"}),
     httpx.Response(200, json={"decision": "MAYBE", "tier": "project", "reason": "unknown"}),
@@ -147,16 +151,18 @@ async def test_anything_but_an_allow_denies_even_when_failing_open(answer: httpx
     assert "not run" in denied["error"]
 
 
-async def test_the_whole_command_is_judged_however_long() -> None:
-    """The exact string the tool gets is sent: no cut at 8 KiB (the gateway refuses what it
-    will not judge, and that refusal denies)."""
+async def test_the_whole_command_is_judged_and_a_longer_one_than_is_judged_denied() -> None:
+    """The exact string the tool gets is sent, never cut; one longer than the engine judges
+    (8 KiB) is denied before anything is sent: sent, megabytes of it made the gateway answer
+    and close mid-upload, which read as no answer, and a failing-open guardrail ran the tool."""
     asked: list[dict[str, Any]] = []
-    command = "ls" + " " * 8200 + "; rm -rf /tmp/victim"
-    denied = await Guardrail(gateway(error(422, "validation_error"), asked), fail_open=True).check(
-        SHELL, {"CommandLine": command}, ToolContext()
-    )
-    assert [a["command"] for a in asked] == [command]
-    assert denied is not None and denied["status"] == "DENIED" and "refused to judge" in denied["error"]
+    judged = "ls" + " " * 8000 + "; rm -rf /tmp/victim"
+    guard = Guardrail(gateway(verdict("BLOCK"), asked), fail_open=True)
+    assert (await guard.check(SHELL, {"CommandLine": judged}, ToolContext()))["status"] == "DENIED"  # type: ignore[index]
+    for too_long in ("ls" + " " * 8200 + "; rm -rf /tmp/victim", "ls" + " " * 5_000_000 + "; evilcmd"):
+        denied = await guard.check(SHELL, {"CommandLine": too_long}, ToolContext())
+        assert denied is not None and denied["status"] == "DENIED" and "more than the 8192" in denied["error"]
+    assert [a["command"] for a in asked] == [judged]
 
 
 async def test_arguments_the_sdk_refuses_deny() -> None:

@@ -68,28 +68,47 @@ def reads_memory_only(tool: Any) -> bool:
     return (kind.__module__, kind.__qualname__) in _ADK_MEMORY_TOOLS
 
 
+#: The longest command the permission engine judges (``docs/permissions.md``): a longer one is
+#: denied here, before anything is sent. Sent, it was refused with 413 — or, at megabytes, the
+#: gateway answered and closed while the body was still going out, which reads as no answer.
+MAX_COMMAND_CHARS = 8192
+
+
 def service_unreachable(exc: BaseException) -> bool:
     """Whether ``exc`` says the permission service could not be reached (no answer, a
-    timeout, a proxy's 502/503/504 — not one in the gateway's own error shape, which is an
-    answer): the only failures ``fail_open`` lets a call through."""
+    timeout, a proxy's 502/503/504 — not an answer with an ``error`` object, the gateway's
+    error shape, which is an answer): the only failures ``fail_open`` lets a call through."""
     if isinstance(exc, APIConnectionError):
         return True
-    return isinstance(exc, APIStatusError) and exc.status_code in UNREACHABLE_STATUSES and exc.code is None
+    if not isinstance(exc, APIStatusError) or exc.status_code not in UNREACHABLE_STATUSES:
+        return False
+    return exc.code is None and not _error_shaped(exc.response)
+
+
+def _error_shaped(response: Any) -> bool:
+    """Whether an answer's body is a JSON object with an ``error`` member."""
+    try:
+        body = json.loads(response.content)
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(body, dict) and "error" in body
 
 
 def command_of(tool_name: str, args: dict[str, Any]) -> str:
     """What a call asks for, as the permission engine matches it: a call with one argument, a
-    string (a shell tool's command line), is that string; any other call is all its arguments,
-    as sorted JSON — so a rule never sees one argument while the tool acts on another. The
-    JSON escapes only quotes and backslashes: every other character of a string is itself, so
-    a line break or a control character in an argument reaches the engine as it reaches the
-    tool (escaped, ``ls\\ntouch x`` would be one command to a rule and two to a shell). A tool
-    whose command is spread over several arguments can say how to read it (``describe=``)."""
+    string (a shell tool's command line), is that string; any other call is the tool's name
+    and all its arguments as sorted JSON (``run_in_dir {"command": "ls", "cwd": "/w"}``: the
+    engine reads a command's first word as its program, and a rule names it) — so a rule
+    never sees one argument while the tool acts on another. The JSON escapes only quotes and
+    backslashes: every other character of a string is itself, so a line break or a control
+    character in an argument reaches the engine as it reaches the tool (escaped,
+    ``ls\\ntouch x`` would be one command to a rule and two to a shell). A tool whose command is
+    spread over several arguments can say how to read it (``describe=``)."""
     if len(args) == 1:
         [value] = args.values()
         if isinstance(value, str) and value.strip():
             return value
-    return _as_judged(args) if args else tool_name
+    return f"{tool_name} {_as_judged(args)}" if args else tool_name
 
 
 def _as_judged(value: Any) -> str:
@@ -163,6 +182,10 @@ class Guardrail:
         session = tool_context.session
         project = self.project_id or (session.app_name if self.app_as_project else None)
         command = self.describe(tool_name, judged)
+        if len(command) > MAX_COMMAND_CHARS:
+            log.warning("%s's command has %d characters, more than are judged: denied", tool_name, len(command))
+            why = f"the command has {len(command)} characters, more than the {MAX_COMMAND_CHARS} that are judged"
+            return _denied(tool_name, None, f"{why}, so {tool_name} was not run")
         try:
             verdict = await self.client.permissions.evaluate(
                 session_id=session.id,
