@@ -221,20 +221,38 @@ async def test_a_connections_session_is_where_permissions_are_checked(memstream:
         own = data(await mcp.call_tool("check_permission", {"tool": "shell", "command": "terraform destroy"}))
     assert other.is_error and "conv-A" in text_of(other)
     assert own["decision"] == "PENDING"
-    unpinned = build_server(lambda _ctx: memstream)
-    async with Client(unpinned, mode=mode) as mcp:  # type: ignore[arg-type]
-        granted = data(
-            await mcp.call_tool(
+    # A connection that names no session checks in the shared default, "mcp", and no other:
+    # also when it binds a project.
+    await memstream.permissions.allow_once(session_id="mcp", tool="shell", command="terraform destroy")
+    for defaults in (Defaults(), Defaults(project_id="locked")):
+        unpinned = build_server(lambda _ctx: memstream, defaults=defaults)
+        async with Client(unpinned, mode=mode) as mcp:  # type: ignore[arg-type]
+            chosen = await mcp.call_tool(
                 "check_permission", {"tool": "shell", "command": "terraform destroy", "session_id": "conv-B"}
             )
-        )
-    assert granted["decision"] == "ALLOW" and granted["tier"] == "allow_once", "the grant was still there"
+        assert chosen.is_error and "'mcp'" in text_of(chosen), defaults
+    async with Client(build_server(lambda _ctx: memstream), mode=mode) as mcp:  # type: ignore[arg-type]
+        granted = data(await mcp.call_tool("check_permission", {"tool": "shell", "command": "terraform destroy"}))
+    assert granted["decision"] == "ALLOW" and granted["tier"] == "allow_once", "the default session's own grant"
 
 
-def test_a_default_header_given_twice_is_refused() -> None:
-    headers = [("X-Memstream-Project-Id", "locked"), ("x-memstream-project-id", "lax")]
-    with pytest.raises(ToolError, match="more than once"):
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ([("X-Memstream-Project-Id", "locked"), ("x-memstream-project-id", "lax")], "more than once"),
+        ([("X-Memstream-Project-Id", "")], "empty"),
+        ([("X-Memstream-Session-Id", "  ")], "empty"),
+        ([("X_Memstream_Project_Id", "locked")], "underscores"),
+    ],
+)
+def test_a_default_header_given_twice_empty_or_with_underscores_is_refused(
+    headers: list[tuple[str, str]], why: str
+) -> None:
+    with pytest.raises(ToolError, match=why):
         Defaults().overridden_by(headers)
+
+
+def test_a_default_header_names_its_default() -> None:
     assert Defaults().overridden_by([("x-memstream-project-id", "p"), ("x-other", "o")]).project_id == "p"
 
 
@@ -375,3 +393,11 @@ async def test_stdio_remember_and_recall(stack: RunningStack, served: Served, ru
     )
     async with Client(server) as mcp:
         await remember_and_recall(mcp, "desk-user", "9023")
+
+
+@pytest.mark.parametrize("flag", ["--project-id", "--session-id"])
+def test_an_empty_binding_on_the_command_line_is_refused(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from memstream_client.mcp.stdio import main
+
+    assert main(["--api-key", "msk_x", flag, ""]) == 2
+    assert f"{flag} is empty" in capsys.readouterr().err

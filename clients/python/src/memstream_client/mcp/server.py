@@ -79,11 +79,16 @@ class Defaults:
         found: dict[str, str] = {}
         names = {name: field for field, name in DEFAULT_HEADERS.items()}
         for name, value in headers:
-            field = names.get(name.lower())
-            if field is None or not value:
+            lowered = name.lower()
+            field = names.get(lowered)
+            if field is None:
+                if lowered.replace("_", "-") in names:  # some proxies read it with hyphens
+                    raise ToolError(f"the header {name} is spelled with underscores: use hyphens")
                 continue
             if field in found:
                 raise ToolError(f"the header {name} is given more than once")
+            if not value.strip():
+                raise ToolError(f"the header {name} is empty")
             found[field] = value
         return replace(self, **found) if found else self
 
@@ -368,21 +373,24 @@ def build_server(
         ctx: Context,
         tool: Annotated[str, Field(min_length=1, max_length=128, description="The tool, e.g. 'shell'.")],
         command: Annotated[str, Field(min_length=1, max_length=8192, description="The command or arguments.")],
-        session_id: SessionArg = None,
+        session_id: Annotated[
+            str | None, Field(description="The conversation: the connection's; another is an error.")
+        ] = None,
         project_id: ProjectArg = None,
     ) -> dict[str, Any]:
         known = defaults_for(ctx)
         # The rules and the grants that apply are the operator's choice, not the model's: a
-        # connection with a project (a session) checks in it, and in no other.
+        # connection with a project checks in it, and every connection in its own session
+        # (its grants are the ones an operator made for it), in no other.
         if known.project_id and project_id and project_id != known.project_id:
             raise ToolError(f"this connection checks permissions in project {known.project_id!r} only")
-        if known.session_id and session_id and session_id != known.session_id:
-            raise ToolError(f"this connection checks permissions in session {known.session_id!r} only")
+        if session_id and session_id != known.session:
+            raise ToolError(f"this connection checks permissions in session {known.session!r} only")
         async with _gateway_errors():
             verdict = await client_source(ctx).permissions.evaluate(
                 tool=tool,
                 command=command,
-                session_id=known.session_id or session_id or DEFAULT_SESSION,
+                session_id=known.session,
                 project_id=known.project_id or project_id,
                 agent_id=known.agent_id,
             )

@@ -43,6 +43,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "memstream mcp") -> i
     if not api_key:
         print(f"{prog}: no API key: pass --api-key or set MEMSTREAM_API_KEY", file=sys.stderr)
         return 2
+    for flag, value in (("--project-id", args.project_id), ("--session-id", args.session_id)):
+        if value is not None and not value.strip():  # a binding that binds nothing: say so
+            print(f"{prog}: {flag} is empty (leave it out for none)", file=sys.stderr)
+            return 2
     defaults = Defaults(
         user_id=args.user_id, agent_id=args.agent_id, project_id=args.project_id, session_id=args.session_id
     )
