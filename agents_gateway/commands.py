@@ -68,7 +68,6 @@ Two views of a line are judged (the command is audited as sent):
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -212,25 +211,101 @@ def _words(part: str) -> list[tuple[int, int]]:
 
 def _runs_a_shell(word: str) -> bool:
     """Whether ``word`` names a shell (``sh``, ``/bin/bash``, ``'ba''sh'``, ``b\\ash``,
-    ``bash5``, ``/bin/ba?h``, ``{ba,}sh``) or is find's ``-exec`` family (``-exec``,
-    ``-exe[c]``, ``-exe?``: a glob a file named ``-exec`` in the folder would match)."""
+    ``bash5``, ``/bin/ba?h``, ``/bin/ba[[:alpha:]]h``, ``{ba,}sh``) or is find's ``-exec``
+    family (``-exec``, ``-exe[c]``, ``-ex[^x]c``: a glob a file named ``-exec`` in the folder
+    would match)."""
     bare = word.replace("'", "").replace('"', "").replace("\\", "")
     if bare in FIND_RUNNERS:
-        return True
-    if _GLOB.search(bare) and any(fnmatch.fnmatchcase(runner, bare) for runner in FIND_RUNNERS):
         return True
     name = bare.rsplit("/", 1)[-1].lower()
     if "{" in name and ("," in name or ".." in name):
         return True  # brace expansion: it could spell any name
-    if _GLOB.search(name):
-        return any(fnmatch.fnmatchcase(shell, name) for shell in SHELLS)
+    if _GLOB.search(bare):
+        if any(glob_regex(bare).fullmatch(runner) for runner in FIND_RUNNERS):
+            return True
+        spelled = glob_regex(_VERSION.sub("", name) or name)
+        return any(spelled.fullmatch(shell) for shell in SHELLS)
     return name in SHELLS or _VERSION.sub("", name) in SHELLS
+
+
+#: Bash's bracket classes, as the characters of a regular expression's class (any other class
+#: is taken to match any character).
+_BRACKET_CLASSES = {
+    "alpha": "a-zA-Z",
+    "upper": "A-Z",
+    "lower": "a-z",
+    "digit": "0-9",
+    "xdigit": "0-9A-Fa-f",
+    "alnum": "a-zA-Z0-9",
+    "word": "a-zA-Z0-9_",
+    "blank": " \t",
+    "space": " \t\n\r\f\v",
+    "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+    "print": " -~",
+    "graph": "!-~",
+}
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """What bash's glob ``glob`` matches, as a regular expression (matched case-insensitively,
+    and erring wide): ``*``, ``?``, and bracket expressions with ``!`` or ``^``, ranges,
+    ``[:class:]``; an equivalence class ``[=c=]`` or collating symbol ``[.c.]`` matches any
+    character, as does a bracket expression this cannot read."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        ch = glob[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[" and (end := _bracket(glob, i, out)) > i:
+            i = end
+            continue
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    try:
+        return re.compile("".join(out), re.DOTALL | re.IGNORECASE)
+    except re.error:
+        return re.compile(".*", re.DOTALL)
+
+
+def _bracket(glob: str, start: int, out: list[str]) -> int:
+    """Read the bracket expression at ``glob[start] == '['`` into ``out``; the index after it,
+    or ``start`` when it is not closed (then ``[`` is itself)."""
+    i, n = start + 1, len(glob)
+    negate = i < n and glob[i] in "!^"
+    i += negate
+    members: list[str] = []
+    if i < n and glob[i] == "]":
+        members.append("\\]")
+        i += 1
+    while i < n and glob[i] != "]":
+        if glob.startswith(("[:", "[=", "[."), i):
+            close = glob.find(glob[i + 1] + "]", i + 2)
+            if close >= 0:
+                named = glob[i + 2 : close]
+                members.append(_BRACKET_CLASSES.get(named, "\\s\\S") if glob[i + 1] == ":" else "\\s\\S")
+                i = close + 2
+                continue
+        if i + 2 < n and glob[i + 1] == "-" and glob[i + 2] != "]":
+            members.append(f"{re.escape(glob[i])}-{re.escape(glob[i + 2])}")
+            i += 3
+            continue
+        members.append(re.escape(glob[i]))
+        i += 1
+    if i >= n:
+        return start
+    out.append(("[^" if negate else "[") + "".join(members) + "]")
+    return i + 1
 
 
 #: What makes a program's word another name by the time the shell runs it: brace expansion
 #: (``{evilcmd,pytest}``), a glob, quotes and escapes, a ``..`` that leaves a folder the word
-#: names (``…/pytest/../../bin/evilcmd``).
-_REWRITTEN_PROGRAM = re.compile(r"[{}*?\[\]'\"\\]|(?:^|/)\.\.(?:/|$)")
+#: names (``…/pytest/../../bin/evilcmd``); and an ``=``: a word with one that is no assignment
+#: (``1a=x``, ``a-b=x``) is a program of that name, which a pattern for assignments matches.
+_REWRITTEN_PROGRAM = re.compile(r"[{}*?\[\]'\"\\=]|(?:^|/)\.\.(?:/|$)")
 
 
 def rewritten_program(word: str) -> bool:

@@ -581,7 +581,17 @@ async def test_a_program_word_the_shell_rewrites_is_never_allowed(gateway: httpx
 
 
 @pytest.mark.parametrize(
-    "command", ["find . -exe[c] evilcmd {} +", "find . -exe? evilcmd {} +", "find . -[e]xecdir evilcmd {} +"]
+    "command",
+    [
+        "find . -exe[c] evilcmd {} +",
+        "find . -exe? evilcmd {} +",
+        "find . -[e]xecdir evilcmd {} +",
+        # A third round: bracket expressions fnmatch does not read as bash does.
+        "find . -ex[^x]c evilcmd {} +",
+        "find . -exe[[:alpha:]] evilcmd {} +",
+        "find . -ex[[=e=]]c evilcmd {} +",
+        "find . [[:punct:]]exec evilcmd {} +",
+    ],
 )
 async def test_find_exec_spelled_as_a_glob_must_be_named(gateway: httpx.AsyncClient, command: str) -> None:
     """With a file named ``-exec`` in the folder, bash expands the glob to it."""
@@ -606,3 +616,28 @@ async def test_a_block_rule_applies_to_a_pre_approved_tool(gateway: httpx.AsyncC
         "/v1/permissions/evaluate", json={"session_id": "s1", "tool": "memory.search", "command": "dark mode"}
     )
     assert response.json()["decision"] == "ALLOW", "what no BLOCK matches is still pre-approved"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "env /bin/ba[[:alpha:]]h -c evilcmd",
+        "env /bin/ba[^x]h -c evilcmd",
+        "env /bin/ba[[.s.]]h -c evilcmd",
+        "timeout 5 /bin/ba[[:alpha:]]h -c evilcmd",
+    ],
+)
+async def test_a_shell_spelled_as_a_bracket_glob_must_be_named(gateway: httpx.AsyncClient, command: str) -> None:
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^(env|timeout [0-9]+)( |$)")
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict
+
+
+@pytest.mark.parametrize("command", ["1a=x pytest", "9=1 pytest", "a-b=x pytest"])
+async def test_a_word_with_an_equals_sign_that_is_no_assignment_is_a_program(
+    gateway: httpx.AsyncClient, command: str
+) -> None:
+    """bash runs a program named ``1a=x``, which a pattern written for assignments matched."""
+    await rule(gateway, tool="sh", effect="ALLOW", pattern=r"^(\S+=\S* )*pytest( |$)")
+    verdict = await verdict_of(gateway, command)
+    assert (verdict["decision"], verdict["tier"]) == ("PENDING", "none"), verdict

@@ -1,6 +1,8 @@
 """Command lines cut into fragments wherever a shell could start another command (regardless
 of quotes, escapes and comments), and normalised for matching."""
 
+import shlex
+import subprocess
 import unicodedata
 
 import pytest
@@ -9,10 +11,13 @@ from hypothesis import strategies as st
 
 from agents_gateway.commands import (
     CUTS,
+    FIND_RUNNERS,
     MAX_PARTS,
+    SHELLS,
     analyse,
     as_sent,
     expansion,
+    glob_regex,
     normalise,
     parts,
     rewritten_program,
@@ -331,3 +336,22 @@ def test_a_program_word_the_shell_rewrites_is_known(word: str, rewritten: bool) 
 @pytest.mark.parametrize("word", ["-exe[c]", "-exe?", "-[e]xecdir", "-ok*", "'-exec'", "{-exec,}"])
 def test_find_exec_in_any_spelling_must_be_named(word: str) -> None:
     assert [kind for kind, _ in analyse(f"find . {word} evilcmd {{}} +").unnamed] == ["program", "runner"]
+
+
+GLOBS = [
+    "-exe[c]", "-ex[^x]c", "-ex[!x]c", "-exe[[:alpha:]]", "-ex[[=e=]]c", "-ex[[.e.]]c", "[[:punct:]]exec",
+    "ba[[:alpha:]]h", "ba[^x]h", "ba[[.s.]]h", "ba?h", "b*", "[a-c]ash", "[]b]ash", "[!]]ash", "z[[:lower:]]h",
+    "-ok[[:alnum:]]ir", "-e[x-y]ecdir", "[[:upper:]]ash", "*.py", "file[12].txt", "[",
+]  # fmt: skip
+NAMES = sorted(SHELLS | FIND_RUNNERS | {"x.py", "file1.txt", "ls"})
+
+
+def test_the_glob_reader_errs_wide_of_bash() -> None:
+    """Whatever bash's own ``[[ name == glob ]]`` matches, ``glob_regex`` matches too: a shell's
+    name or find's -exec spelled as a glob is always found (bash is the oracle)."""
+    pairs = [(glob, name) for glob in GLOBS for name in NAMES]
+    script = "".join(f"[[ {shlex.quote(name)} == {glob} ]] && echo 1 || echo 0\n" for glob, name in pairs)
+    answers = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    missed = [(g, n) for (g, n), a in zip(pairs, answers, strict=True) if a == "1" and not glob_regex(g).fullmatch(n)]
+    assert missed == []
+    assert sum(a == "1" for a in answers) > len(GLOBS), "bash matched something"
