@@ -238,7 +238,8 @@ class BufferOut(BaseModel):
 
 
 class ScoreParts(BaseModel):
-    """How a hit's score came about: score = rrf x decay x boost (then MMR picks)."""
+    """How a hit's score came about: relevance = rrf x decay x boost; with MMR, score = relevance
+    - (1 - 0.7) / 0.7 x the best relevance x mmr_penalty (without it, score = relevance)."""
 
     vector_rank: int | None = Field(description="1-based rank by vector similarity, if a candidate.")
     text_rank: int | None = Field(description="1-based rank by full-text relevance, if a candidate.")
@@ -247,6 +248,7 @@ class ScoreParts(BaseModel):
         description="Temporal decay, floor + (1 - floor) * 0.5 ** (age / half-life); 1 for facts and skills."
     )
     boost: float = Field(description="Importance and tag boost.")
+    relevance: float = Field(description="rrf x decay x boost: the score before MMR's penalty for redundancy.")
     mmr_penalty: float = Field(description="Highest cosine to a hit ranked above it.")
 
 
@@ -263,7 +265,10 @@ class SearchHit(BaseModel):
     importance: float
     tags: list[str]
     created_at: datetime
-    score: float = Field(description="Higher is better.")
+    score: float = Field(
+        description="What the hits are ordered by (higher first): the relevance less MMR's penalty for "
+        "redundancy (parts)."
+    )
     parts: ScoreParts
     sub_queries: list[int] = Field(description="Indices of the sub-queries that found it.")
 

@@ -29,10 +29,14 @@ class RankingOptions:
     importance_weight: float = 0.5
     tag_weight: float = 0.2
     mmr: bool = True
-    #: 1 = relevance only, 0 = diversity only.
+    #: 1 = relevance only; towards 0, diversity counts more (0 itself: no relevance, refused).
     mmr_lambda: float = 0.7
     #: Above this cosine two items count as near-duplicates: the lower one is dropped.
     duplicate_cosine: float = 0.95
+
+    def __post_init__(self) -> None:
+        if not 0 < self.mmr_lambda <= 1:
+            raise ValueError(f"mmr_lambda must be in (0, 1], not {self.mmr_lambda}")
 
 
 @dataclass
@@ -50,11 +54,19 @@ class Scored:
     decay: float = 1.0
     boost: float = 1.0
     mmr_penalty: float = 0.0
+    #: What MMR picked it with, in the units of ``score`` (``mmr``); None: not picked by MMR.
+    mmr_score: float | None = None
     parts: dict[str, float] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
+        """Relevance: rrf x decay x boost (what MMR starts from, and relevance floors compare)."""
         return self.rrf * self.decay * self.boost
+
+    @property
+    def ranking_score(self) -> float:
+        """What the hits are ordered by, and so the score a hit shows: MMR's, else ``score``."""
+        return self.score if self.mmr_score is None else self.mmr_score
 
 
 def decay_factor(created_at: datetime, now: datetime, half_life_days: float, floor: float = 0.0) -> float:
@@ -102,6 +114,12 @@ def mmr(
     λ·relevance - (1-λ)·max cosine to what is already picked; near-duplicates (cosine above
     ``duplicate_cosine`` to a pick) are dropped. Relevance is the score scaled to [0, 1].
 
+    The gain is computed in the units of ``score`` (the same objective times best score / λ):
+    score - (1-λ)/λ · best score · max cosine, and kept as each pick's ``mmr_score`` (the first
+    pick's is its score). Picks come in non-increasing gain: an item's redundancy only grows
+    as picks are added, so no later pick gains more than an earlier one did, and the order
+    and the scores shown agree.
+
     ``vectors``: the items' embeddings as one matrix, row for row (else each item's own;
     ``None`` for either, or embeddings of different sizes: no common space, no MMR). Only
     the cosines to each pick are computed (k matrix-vector products, not n²)."""
@@ -116,11 +134,12 @@ def mmr(
         vectors = np.array(embeddings, dtype=np.float32)
     vectors = _unit(vectors)
     top = max(i.score for i in items) or 1.0
-    #: λ·relevance, and -inf once an item is picked or dropped.
-    value = np.array([options.mmr_lambda * i.score / top for i in items], dtype=np.float64)
+    #: The score, and -inf once an item is picked or dropped.
+    value = np.array([i.score for i in items], dtype=np.float64)
     #: Each candidate's highest cosine to anything picked so far (0 before the first pick).
     redundancy = np.zeros(len(items), dtype=np.float64)
-    diversity = 1 - options.mmr_lambda
+    #: What a cosine of 1 to a pick costs, in the score's units.
+    diversity = (1 - options.mmr_lambda) / options.mmr_lambda * top
     # Each pick's arithmetic goes into buffers made once: a context picks about thirty among
     # a few hundred, and a fresh array per step was most of the loop's time.
     gain = np.empty_like(value)
@@ -139,6 +158,7 @@ def mmr(
         if chosen and items[best].mmr_penalty >= options.duplicate_cosine:
             continue  # a near-duplicate of something already chosen
         chosen.append(best)
+        items[best].mmr_score = float(gain[best])
         np.dot(vectors, vectors[best], out=cosines)
         np.maximum(redundancy, cosines, out=redundancy)
     return [items[i] for i in chosen]

@@ -227,10 +227,10 @@ def to_hit(hit: Hit) -> SearchHit:
     return SearchHit(
         kind=c.kind, id=c.id, memory_type=c.memory_type, content=c.content, session_id=c.session_id,
         project_id=c.project_id, agent_id=c.agent_id, role=c.role, scope=c.scope, importance=c.importance,
-        tags=list(c.tags), created_at=c.created_at, score=s.score,
+        tags=list(c.tags), created_at=c.created_at, score=s.ranking_score,
         parts=ScoreParts(vector_rank=int(s.parts.get("vector_rank", 0)) or None,
                          text_rank=int(s.parts.get("text_rank", 0)) or None,
-                         rrf=s.rrf, decay=s.decay, boost=s.boost, mmr_penalty=s.mmr_penalty),
+                         rrf=s.rrf, decay=s.decay, boost=s.boost, relevance=s.score, mmr_penalty=s.mmr_penalty),
         sub_queries=sorted(set(hit.sub_queries)),
     )  # fmt: skip
 

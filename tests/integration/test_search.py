@@ -185,6 +185,62 @@ async def test_text_and_vector_ranks_are_reported_and_fused(
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
 
 
+#: A small memory with paraphrases (MMR's penalty reorders them) and several topics.
+ORDER_MEMORY = [
+    "We deploy the shop with rsync, never scp.",
+    "Deployments of the shop go out with rsync, not scp.",
+    "The shop is deployed by rsync rather than scp.",
+    "Staging deploys use rsync too.",
+    "The shop's database is PostgreSQL 16.",
+    "Our database for the shop runs PostgreSQL version 16.",
+    "The cache in front of the database is Valkey.",
+    "I prefer dark mode in every editor.",
+    "Dark mode is what I like in editors.",
+    "My editor is VS Code.",
+    "The deploy failed yesterday because the disk was full.",
+    "Yesterday's deployment broke: the disk filled up.",
+    "Lunch was ramen by the river.",
+    "The tool timeout is 30 seconds for every project.",
+    "Timeouts for tools are 30 s everywhere.",
+    "Backups run hourly to a bucket in Frankfurt.",
+    "The backup bucket sits in Frankfurt and fills every hour.",
+    "Alice reviews every database migration.",
+    "Migrations need Alice's review first.",
+    "We picked FastAPI for the shop's backend.",
+]
+ORDER_QUERIES = [
+    "how do we deploy the shop?",
+    "which database and cache does the shop use",
+    "editor preferences",
+    "what went wrong with the deploy",
+    "backups and migrations",
+    "timeouts; backend framework; deploy tool",
+]
+
+
+async def test_hits_come_in_the_order_of_the_score_they_show(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Issue 46: a response listed scores 0.0252, 0.0215, 0.0240: the order was MMR's and the
+    score the relevance before it. Now every hit shows the score it was ranked by, so scores
+    never rise down the list, over several queries, with and without MMR and decomposition."""
+    await store(stack, tenant, [{"content": c} for c in ORDER_MEMORY])
+    reordered = 0
+    for q in ORDER_QUERIES:
+        for toggles in ({}, {"mmr": "false"}, {"decompose": "rules"}, {"decay": "false", "boosts": "false"}):
+            hits = await search(gateway, tenant, q, k=12, **toggles)
+            assert hits, (q, toggles)
+            scores = [h["score"] for h in hits]
+            assert scores == sorted(scores, reverse=True), (q, toggles, scores)
+            relevance = [h["parts"]["relevance"] for h in hits]
+            if toggles.get("mmr") == "false":
+                assert scores == relevance
+            else:
+                assert scores[0] == relevance[0] and all(s <= r + 1e-12 for s, r in zip(scores, relevance, strict=True))
+                reordered += relevance != sorted(relevance, reverse=True)
+    assert reordered, "some search had MMR reorder its hits (else this test shows nothing)"
+
+
 async def test_hostile_query_text_is_just_text(stack: RunningStack, gateway: httpx.AsyncClient, tenant: str) -> None:
     await store(stack, tenant, [{"content": "ordinary memory"}])
     for q in ["'; DROP TABLE episodes; --", "a & b | !c <-> (d", "%s %(tenant_id)s", "\\x00", "o'neil's back\\'slash"]:

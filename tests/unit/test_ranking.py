@@ -107,3 +107,34 @@ def test_mmr_picks_what_its_definition_picks(seed: int) -> None:
     expected = _mmr_as_defined(items, k, options, vectors)
     assert [str(i.key) for i in picked] == [key for key, _ in expected]
     assert [i.mmr_penalty for i in picked] == pytest.approx([p for _, p in expected], abs=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_mmr_picks_come_in_the_order_of_the_score_they_show(seed: int) -> None:
+    """A hit shows ``ranking_score`` (issue 46: hits listed 0.0252, 0.0215, 0.0240): MMR's gain in
+    the units of the relevance, never rising from one pick to the next, the first pick's its
+    relevance, each the relevance less (1-λ)/λ · the best relevance · its penalty."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    vectors = rng.standard_normal((n, 8)).astype(np.float32)
+    items = [item(str(i), float(rng.random()) / 30) for i in range(n)]
+    options = RankingOptions(mmr_lambda=float(rng.choice([0.3, 0.7, 1.0])))
+    picked = mmr(items, int(rng.integers(1, 30)), options, vectors)
+    shown = [i.ranking_score for i in picked]
+    assert shown == sorted(shown, reverse=True)
+    top = max(i.score for i in items)
+    assert shown[0] == picked[0].score
+    weight = (1 - options.mmr_lambda) / options.mmr_lambda
+    assert shown == pytest.approx([i.score - weight * top * i.mmr_penalty for i in picked])
+
+
+def test_without_mmr_a_hit_shows_its_relevance() -> None:
+    items = adjust([item("a", 0.03), item("b", 0.02, age_days=90)], RankingOptions(), NOW)
+    for picked in (mmr(items, 2, RankingOptions(mmr=False)), items):
+        assert [i.ranking_score for i in picked] == [i.score for i in picked]
+
+
+def test_mmr_lambda_must_leave_relevance_a_weight() -> None:
+    for wrong in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="mmr_lambda"):
+            RankingOptions(mmr_lambda=wrong)

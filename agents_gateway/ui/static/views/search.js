@@ -120,7 +120,7 @@ export function searchView(ctx) {
       h(
         "div",
         { class: "hit-head" },
-        h("span", { class: "score", title: "score = RRF × decay × boost" }, number(hit.score, 4)),
+        h("span", { class: "score", title: "score: what the hits are ordered by, RRF × decay × boost less MMR's penalty for redundancy" }, number(hit.score, 4)),
         badge(shown(hit.memory_type || hit.kind), hit.memory_type === "procedural" ? "lesson" : hit.memory_type === "summary" ? "summary" : "plain"),
         hit.scope ? badge(hit.scope, "category") : null,
         hit.role ? badge(hit.role, "plain") : null,

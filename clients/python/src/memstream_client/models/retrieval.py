@@ -13,7 +13,9 @@ from memstream_client.models.base import Model
 
 
 class ScoreParts(Model):
-    """How a hit's score came about: score = rrf x decay x boost (then MMR picks)."""
+    """How a hit's score came about: relevance = rrf x decay x boost; with MMR, the hit's score
+    is the relevance less MMR's penalty for redundancy, (1 - 0.7) / 0.7 x the best relevance x
+    ``mmr_penalty`` (without MMR, the relevance)."""
 
     #: 1-based rank by vector similarity, if a candidate.
     vector_rank: int | None
@@ -22,6 +24,8 @@ class ScoreParts(Model):
     rrf: float
     decay: float
     boost: float
+    #: rrf x decay x boost: the score before MMR's penalty for redundancy.
+    relevance: float
     #: Highest cosine to a hit ranked above it.
     mmr_penalty: float
 
@@ -43,7 +47,7 @@ class SearchHit(Model):
     importance: float
     tags: list[str]
     created_at: datetime
-    #: Higher is better.
+    #: What the hits are ordered by (higher first): the relevance less MMR's penalty (``parts``).
     score: float
     parts: ScoreParts
     #: Indices of the sub-queries that found it.
