@@ -500,9 +500,12 @@ class SkillOut(BaseModel):
     steps: list[str]
     attempts: int
     successes: int
-    success_rate: float = Field(description="Smoothed: (successes + 1) / (attempts + 2).")
+    success_rate: float = Field(description="successes / attempts, as everywhere a rate is shown.")
     similarity: float
-    score: float
+    score: float = Field(
+        description="What the skills are ranked by: similarity x (successes + 1) / (attempts + 2), a rate "
+        "smoothed for ranking only (one success of one attempt counts as 2/3)."
+    )
     last_used_at: datetime | None
     last_feedback: str | None
 
@@ -719,7 +722,7 @@ class SkillRecordOut(BaseModel):
     steps: list[str] = Field(description="The steps of the newest outcome that had any.")
     attempts: int = Field(description="Outcomes this key may see (at least 1).")
     successes: int
-    success_rate: float = Field(description="successes / attempts (not smoothed, unlike /v1/skills/best).")
+    success_rate: float = Field(description="successes / attempts, as everywhere a rate is shown.")
     last_used_at: datetime = Field(description="The time of the newest outcome.")
     last_feedback: str | None = Field(description="The feedback of the newest outcome that had any.")
     created_at: datetime = Field(description="When the skill was first recorded.")

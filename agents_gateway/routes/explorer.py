@@ -44,7 +44,7 @@ from agents_gateway.state import Gateway
 from schemas.turns import MAX_IDENTIFIER
 from sinks.postgres.erasure import user_ref
 from sinks.postgres.queries.audit import recent_audit
-from sinks.postgres.queries.skills import SkillRecord, list_skills
+from sinks.postgres.queries.skills import SkillRecord, list_skills, success_rate
 from sinks.postgres.queries.timeline import EPISODE_TYPES, TimelineEntry, TimelineFilters, user_timeline
 from sinks.postgres.queries.users import list_users
 from sinks.postgres.tenancy import tenant_transaction
@@ -246,6 +246,6 @@ def _memory_out(e: TimelineEntry) -> MemoryOut:
 def _skill_out(s: SkillRecord) -> SkillRecordOut:
     return SkillRecordOut(
         skill_id=s.skill_id, name=s.name, description=s.description, steps=s.steps, attempts=s.attempts,
-        successes=s.successes, success_rate=s.successes / s.attempts, last_used_at=s.last_used_at,
+        successes=s.successes, success_rate=success_rate(s.successes, s.attempts), last_used_at=s.last_used_at,
         last_feedback=s.last_feedback, created_at=s.created_at,
     )  # fmt: skip

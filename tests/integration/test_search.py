@@ -668,11 +668,36 @@ async def test_facts_and_skills_come_by_vector_and_by_text_in_one_statement(
     skill = by_kind["skill"]
     assert (
         skill["content"]
-        == "Skill rollback (success rate 60%): helm rollback; verify pods. Last feedback: worked after a retry"
+        == "Skill rollback (success rate 67%, 2 of 3): helm rollback; verify pods. Last feedback: worked after a retry"
     )
     assert skill["memory_type"] == "skill" and skill["parts"]["vector_rank"]
     only_text = await search(gateway, tenant, "Kubernetes helm", memory_types="fact,skill", mmr="false")
     assert [h["kind"] for h in only_text][:1] == ["fact"] and all(h["kind"] != "episode" for h in only_text)
+
+
+async def test_a_skill_shows_one_success_rate_everywhere(
+    stack: RunningStack, gateway: httpx.AsyncClient, tenant: str
+) -> None:
+    """Issue 46: a skill hit said "success rate 67 %" where the Skills view said 100 % (1 of 1).
+    The smoothed (successes + 1) / (attempts + 2) ranks; every rate shown is successes / attempts."""
+    from sinks.postgres.skills import SkillRun, record_run
+    from sinks.postgres.tenancy import act_as
+
+    (vector,) = await EMBEDDER.embed(["deploy the web shop"])
+    async with await psycopg.AsyncConnection.connect(stack.settings.require_database_url()) as conn:
+        await register_vector_async(conn)
+        async with conn.transaction():
+            await act_as(conn, tenant, actor="test")
+            run = SkillRun(tenant, uuid.uuid4(), "u1", "a", True, "deploy", True, None, ["build", "rsync"],
+                           datetime.now(UTC))  # fmt: skip
+            await record_run(conn, run, embedding=vector, model=EMBEDDER.model_name)
+    [hit] = await search(gateway, tenant, "deploy the web shop", memory_types="skill")
+    assert hit["content"] == "Skill deploy (success rate 100%, 1 of 1): build; rsync"
+    listed = (await gateway.get("/v1/skills", params={"user_id": "u1"})).json()["skills"]
+    best = (await gateway.get("/v1/skills/best", params={"user_id": "u1", "task": "deploy the web shop"})).json()
+    assert [s["success_rate"] for s in listed] == [s["success_rate"] for s in best["skills"]] == [1.0]
+    [skill] = best["skills"]
+    assert skill["score"] == pytest.approx(skill["similarity"] * 2 / 3), "ranked by the smoothed rate"
 
 
 async def test_an_episodes_embedding_stays_in_its_row(stack: RunningStack, tenant: str) -> None:

@@ -30,7 +30,7 @@ import psycopg
 from psycopg import sql
 
 from memstream.settings import VectorIndex
-from sinks.postgres.queries.skills import VISIBLE_SKILLS
+from sinks.postgres.queries.skills import VISIBLE_SKILLS, smoothed_success_rate, success_phrase
 
 Kind = Literal["episode", "fact", "skill"]
 #: What callers filter on: an episode's memory_type, or "fact" / "skill".
@@ -590,8 +590,12 @@ def _small(row: tuple[Any, ...]) -> tuple[str, Candidate]:
      agent_id, scope, entity, steps, attempts, successes, last_feedback, expires_at, distance,
      text_rank) = row  # fmt: skip
     if kind == "skill":
-        rate = (successes + 1) / (attempts + 2)
-        content = f"Skill {entity} (success rate {rate:.0%}): {'; '.join(str(s) for s in steps) or 'no steps recorded'}"
+        # Shown: the record as it is; ranked (the candidate's importance, for the boost): smoothed.
+        rate = smoothed_success_rate(successes, attempts)
+        content = (
+            f"Skill {entity} (success rate {success_phrase(successes, attempts)}): "
+            f"{'; '.join(str(s) for s in steps) or 'no steps recorded'}"
+        )
         if last_feedback:
             content += f". Last feedback: {last_feedback}"
         candidate = Candidate(

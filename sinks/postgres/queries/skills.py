@@ -15,6 +15,26 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 
+def success_rate(successes: int, attempts: int) -> float:
+    """What a skill's record is shown as, to people and to models: successes / attempts (0 for
+    no attempt). One figure everywhere: the API's ``success_rate``, a skill's search hit, the
+    explorer."""
+    return successes / attempts if attempts else 0.0
+
+
+def smoothed_success_rate(successes: int, attempts: int) -> float:
+    """(successes + 1) / (attempts + 2), for ranking only: one success of one attempt is not
+    yet a sure thing (2/3), and no record at all counts as even odds. Never shown as a rate."""
+    return (successes + 1) / (attempts + 2)
+
+
+def success_phrase(successes: int, attempts: int) -> str:
+    """The record in words, e.g. ``100%, 1 of 1``: the percentage rounded half up, as the
+    explorer rounds it (``percent``), and the counts it comes from."""
+    percent = (200 * successes + attempts) // (2 * attempts) if attempts else 0
+    return f"{percent}%, {successes} of {attempts}"
+
+
 @dataclass(frozen=True)
 class SkillScore:
     skill_id: uuid.UUID
@@ -23,8 +43,10 @@ class SkillScore:
     steps: list[str]
     attempts: int
     successes: int
+    #: successes / attempts (``success_rate``).
     success_rate: float
     similarity: float
+    #: similarity x the smoothed rate (``smoothed_success_rate``): what the skills are ranked by.
     score: float
     last_used_at: datetime | None
     last_feedback: str | None
@@ -46,7 +68,6 @@ WHERE a.attempts > 0
 
 _BEST = sql.SQL("""
 SELECT skill_id, name, description, steps, attempts, successes, last_used_at, last_feedback,
-       (successes + 1.0) / (attempts + 2.0) AS success_rate,
        1 - (embedding <=> %(embedding)s) AS similarity
 FROM {skills} WHERE user_id = %(user)s AND embedding_model = %(model)s
 ORDER BY (1 - (embedding <=> %(embedding)s)) * ((successes + 1.0) / (attempts + 2.0)) DESC
@@ -62,7 +83,8 @@ async def best_skills(
     model: str,
     limit: int,
 ) -> list[SkillScore]:
-    """The user's skills for a task, by similarity times the smoothed success rate (successes+1)/(attempts+2)."""
+    """The user's skills for a task, by similarity times the smoothed success rate (successes+1)/(attempts+2)
+    (``smoothed_success_rate``; each skill shows its plain ``success_rate``)."""
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(_BEST, {"embedding": embedding, "user": user_id, "model": model, "limit": limit})
         rows = await cur.fetchall()
@@ -70,11 +92,12 @@ async def best_skills(
 
 
 def _score(r: dict[str, Any]) -> SkillScore:
-    similarity, rate = float(r["similarity"]), float(r["success_rate"])
+    similarity, attempts, successes = float(r["similarity"]), int(r["attempts"]), int(r["successes"])
     return SkillScore(
         skill_id=r["skill_id"], name=r["name"], description=r["description"], steps=list(r["steps"]),
-        attempts=r["attempts"], successes=r["successes"], success_rate=rate, similarity=similarity,
-        score=similarity * rate, last_used_at=r["last_used_at"], last_feedback=r["last_feedback"],
+        attempts=attempts, successes=successes, success_rate=success_rate(successes, attempts),
+        similarity=similarity, score=similarity * smoothed_success_rate(successes, attempts),
+        last_used_at=r["last_used_at"], last_feedback=r["last_feedback"],
     )  # fmt: skip
 
 

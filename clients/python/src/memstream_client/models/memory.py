@@ -65,9 +65,11 @@ class Skill(Model):
     steps: list[str]
     attempts: int
     successes: int
-    #: Smoothed: (successes + 1) / (attempts + 2).
+    #: successes / attempts, as everywhere a rate is shown.
     success_rate: float
     similarity: float
+    #: What the skills are ranked by: similarity x (successes + 1) / (attempts + 2), smoothed for
+    #: ranking only.
     score: float
     last_used_at: datetime | None
     last_feedback: str | None
@@ -88,7 +90,7 @@ class SkillRecord(Model):
     steps: list[str]
     attempts: int
     successes: int
-    #: successes / attempts (not smoothed, unlike ``Skill.success_rate``).
+    #: successes / attempts, as everywhere a rate is shown.
     success_rate: float
     #: The time of the newest outcome.
     last_used_at: datetime
