@@ -163,7 +163,15 @@ def test_any_spelling_of_the_tags_is_defused(tag: tuple[str, str], before: str) 
 
 
 def hit(content: str) -> dict[str, Any]:
-    parts = {"vector_rank": 1, "text_rank": None, "rrf": 0.5, "decay": 1.0, "boost": 1.0, "mmr_penalty": 0.0}
+    parts = {
+        "vector_rank": 1,
+        "text_rank": None,
+        "rrf": 0.5,
+        "decay": 1.0,
+        "boost": 1.0,
+        "relevance": 0.5,
+        "mmr_penalty": 0.0,
+    }
     return {"kind": "episode", "id": str(uuid.uuid4()), "memory_type": "episodic", "content": content,
             "session_id": "s1", "project_id": "agents", "agent_id": "agents", "role": "user", "scope": None,
             "importance": 0.5, "tags": [], "created_at": "2026-01-02T03:04:05Z", "score": 0.5, "parts": parts,
