@@ -114,7 +114,7 @@ def _get(client: httpx.Client, path: str, **params: Any) -> Any:
 
 
 def current_facts(client: httpx.Client) -> list[dict[str, Any]]:
-    facts: list[dict[str, Any]] = _get(client, "/v1/entities", user_id=USER)["facts"]
+    facts: list[dict[str, Any]] = _get(client, "/v1/entities", user_id=USER, all="true")["facts"]
     return facts
 
 

@@ -46,12 +46,23 @@ async def get_entities(
     project_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
     session_id: Annotated[str | None, Query(pattern=ID_PATTERN, max_length=MAX_IDENTIFIER)] = None,
     at: Annotated[datetime | None, IsoTime, Query(description="ISO 8601: the facts valid then")] = None,
+    every: Annotated[
+        bool,
+        Query(
+            alias="all",
+            description="Also every project's and every session's facts (those not named by project_id "
+            "and session_id), as the explorer lists them; by default only those that apply.",
+        ),
+    ] = False,
 ) -> FactsOut:
+    """The facts that apply (docs/memory-and-retrieval.md): the user's global facts, plus the
+    project's with ``project_id`` and the session's with ``session_id``; ``all=true`` adds every
+    other project's and session's."""
     if at is not None and at.tzinfo is None:
         raise ApiError(422, "invalid_request", "at must include a timezone")
     async with tenant_transaction(state.pool, principal.tenant_id, agent_id=principal.agent_id) as conn:
         rows = await facts_as_of(
-            conn, user_id=user_id, at=at, scope=scope, project_id=project_id, session_id=session_id
+            conn, user_id=user_id, at=at, scope=scope, project_id=project_id, session_id=session_id, every=every
         )
     return FactsOut(user_id=user_id, at=at, facts=[FactOut(**r.__dict__) for r in rows])
 

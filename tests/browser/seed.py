@@ -120,7 +120,7 @@ def seed_tenant(stack: RunningStack, url: str) -> Seeded:
             assert answer.status_code == 202, answer.text
 
         def facts(user: str = USER) -> dict[tuple[str, str], str]:
-            found = client.get("/v1/entities", params={"user_id": user}).json()["facts"]
+            found = client.get("/v1/entities", params={"user_id": user, "all": "true"}).json()["facts"]
             return {(f["scope"], f["entity"]): f["summary"] for f in found}
 
         def versions() -> int:

@@ -99,7 +99,7 @@ async def test_an_erased_user_is_gone_and_stays_gone(
     assert (await gateway.get("/v1/skills/best", params={"user_id": ERASED, "task": "deploy"})).json()["skills"] == []
     search = await gateway.get("/v1/search", params={"user_id": ERASED, "q": SECRET_WORDS})
     assert search.json()["hits"] == []
-    assert (await gateway.get("/v1/entities", params={"user_id": ERASED})).json()["facts"] == []
+    assert (await gateway.get("/v1/entities", params={"user_id": ERASED, "all": "true"})).json()["facts"] == []
     kept = await gateway.get("/v1/search", params={"user_id": KEPT, "q": "kept turn"})
     assert len(kept.json()["hits"]) == 3, "other users are untouched"
 

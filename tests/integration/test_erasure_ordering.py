@@ -97,7 +97,7 @@ async def test_a_turn_received_before_an_erasure_stays_forgotten_however_it_is_d
     await eventually(lambda: episodes() == 1, timeout_s=60)
     assert tables_containing(stack, [secret]) == []
     assert redis_containing(stack, [secret]) == []
-    facts = (await gateway.get("/v1/entities", params={"user_id": user})).json()["facts"]
+    facts = (await gateway.get("/v1/entities", params={"user_id": user, "all": "true"})).json()["facts"]
     assert all(secret not in str(f) and "dark" not in str(f).lower() for f in facts), facts
 
 

@@ -47,7 +47,7 @@ def by_subject(facts: list[dict[str, Any]]) -> dict[tuple[str, str | None, str],
 
 async def facts_settled(gateway: httpx.AsyncClient, user: str, expected: int) -> None:
     async def settled() -> bool:
-        return len(await current_facts(gateway, user)) >= expected
+        return len(await current_facts(gateway, user, all="true")) >= expected
 
     await eventually(settled, timeout_s=60)
 
@@ -57,7 +57,7 @@ async def test_seed_scenario_becomes_scoped_facts_and_session_2_finds_them(
 ) -> None:
     await post_turns(gateway, seed_turns(tenant, "u1", "s1"))
     await facts_settled(gateway, "u1", 8)
-    facts = by_subject(await current_facts(gateway, "u1"))
+    facts = by_subject(await current_facts(gateway, "u1", all="true"))
     for entity in ("theme", "language", "database"):
         assert facts[("global", None, entity)]["category"] == "preference"
     for entity in ("backend framework", "cache", "tool timeout", "deployment region", "database"):
@@ -86,7 +86,7 @@ async def test_a_contradiction_supersedes_and_history_keeps_the_old_version(
     [moved_id] = await post_turns(gateway, [moved])
 
     async def superseded() -> bool:
-        now = by_subject(await current_facts(gateway, "user-1"))
+        now = by_subject(await current_facts(gateway, "user-1", project_id=PROJECT))
         return "Litestar" in now.get(("project", PROJECT, "backend framework"), {}).get("summary", "")
 
     await eventually(superseded, timeout_s=60)
@@ -97,7 +97,9 @@ async def test_a_contradiction_supersedes_and_history_keeps_the_old_version(
     assert old["superseded_by"] == new["fact_id"] and "supersedes version 1" in new["change_reason"]
     assert new["source_event_id"] == moved_id
     # "What was the backend in between?": as of the day before the move, FastAPI.
-    then = by_subject(await current_facts(gateway, "user-1", at=(start + timedelta(hours=12)).isoformat()))
+    then = by_subject(
+        await current_facts(gateway, "user-1", project_id=PROJECT, at=(start + timedelta(hours=12)).isoformat())
+    )
     assert "FastAPI" in then[("project", PROJECT, "backend framework")]["summary"]
 
 
@@ -325,7 +327,7 @@ async def test_expired_rows_are_never_served_and_then_swept(
     with stack.owner_db(tenant) as conn:
         conn.execute("UPDATE facts SET expires_at = now() - interval '1 second'")
         conn.execute("UPDATE episodes SET expires_at = now() - interval '1 second'")
-    assert await current_facts(gateway, "user-1") == []
+    assert await current_facts(gateway, "user-1", all="true") == []
     hits = (await gateway.get("/v1/search", params={"user_id": "user-1", "q": "light mode temporary note"})).json()
     assert hits["hits"] == []
     [report] = maintain(stack, "--tenant", tenant, "--no-compact", "--no-forget")

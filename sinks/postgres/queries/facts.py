@@ -33,8 +33,10 @@ class FactRow:
     extractor: str
 
 
-#: As of ``at`` (default now): valid then, not expired, in the requested scope. Without a
-#: project: global facts and every project's; with one: global facts and that project's.
+#: As of ``at`` (default now): valid then, not expired, in the requested scope, and where they
+#: apply: the user's global facts, the project's with a project, the session's with a session
+#: (the seeds' rule, ``user AND (project = P OR scope = 'global')``, with session facts kept to
+#: their session). ``every``: every project's and every session's too, unless one is named.
 _AS_OF = """
 SELECT fact_id, user_id, agent_id, session_id, project_id, scope, entity, category, summary, importance,
        version, valid_from, valid_to, superseded_by, change_reason, source_event_id, sources, extractor
@@ -43,8 +45,9 @@ WHERE user_id = %(user)s
   AND valid_from <= coalesce(%(at)s, now()) AND (valid_to IS NULL OR valid_to > coalesce(%(at)s, now()))
   AND (expires_at IS NULL OR expires_at > now())
   AND (%(scope)s::text IS NULL OR scope = %(scope)s)
-  AND (%(project)s::text IS NULL OR scope <> 'project' OR project_id = %(project)s)
-  AND (%(session)s::text IS NULL OR scope <> 'session' OR session_id = %(session)s)
+  AND (scope = 'global'
+       OR (scope = 'project' AND (project_id = %(project)s OR (%(every)s AND %(project)s::text IS NULL)))
+       OR (scope = 'session' AND (session_id = %(session)s OR (%(every)s AND %(session)s::text IS NULL))))
 ORDER BY scope, entity, valid_from
 LIMIT %(limit)s
 """
@@ -65,13 +68,17 @@ async def facts_as_of(
     scope: str | None = None,
     project_id: str | None = None,
     session_id: str | None = None,
+    every: bool = False,
     limit: int = 500,
 ) -> list[FactRow]:
+    """The user's facts that apply in ``project_id`` and ``session_id`` (``_AS_OF``): global
+    ones, and those of the project and of the session named; with ``every``, those of every
+    project and session not named too (the explorer's list of everything)."""
     async with conn.cursor(row_factory=class_row(FactRow)) as cur:
         await cur.execute(
             _AS_OF,
             {"user": user_id, "at": at, "scope": scope, "project": project_id, "session": session_id,
-             "limit": limit},
+             "every": every, "limit": limit},
         )  # fmt: skip
         return await cur.fetchall()
 

@@ -1,5 +1,6 @@
-// Facts: the user's current facts by scope (GET /v1/entities), or those valid at a moment ("as
-// of"); a fact's versions on click (GET /v1/entities/{name}/history).
+// Facts: the user's current facts by scope (GET /v1/entities?all=true: every project's and
+// session's, or only the picked ones'), or those valid at a moment ("as of"); a fact's versions
+// on click (GET /v1/entities/{name}/history).
 
 import { segment } from "../api.js";
 import { badge, clear, emptyState, h, idNode, isoFromLocal, labelled, list, shown, timeNode } from "../dom.js";
@@ -204,6 +205,8 @@ export function factsView(ctx) {
         project_id: ctx.selection.project,
         session_id: ctx.selection.session,
         at: isoFromLocal(at.value),
+        // Every project's and session's facts, not only those that apply where the picker points.
+        all: true,
       }),
     );
     if (page === null) return;

@@ -248,7 +248,8 @@ def build_server(
         return _plain(found)
 
     @server.tool(
-        description="The facts known about the user: current ones, or those valid at `as_of`.",
+        description="The facts known about the user that apply here: the global ones, plus the project's and "
+        "the session's when given (the connection's project by default); current ones, or those valid at `as_of`.",
         annotations=READ,
     )
     async def list_facts(
@@ -399,7 +400,7 @@ def build_server(
     @server.resource(
         "memstream://users/{user_id}/facts",
         name="facts",
-        description="The user's current facts.",
+        description="The user's current global facts.",
         mime_type="application/json",
     )
     async def facts_resource(user_id: str, ctx: Context) -> dict[str, Any]:

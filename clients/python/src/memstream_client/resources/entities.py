@@ -19,10 +19,13 @@ def list_facts(
     project_id: str | None = None,
     session_id: str | None = None,
     at: datetime | None = None,
+    all: bool | None = None,
 ) -> RequestParts:
-    """The user's current facts, or those valid ``at`` a past moment (with a timezone)."""
+    """The user's current facts, or those valid ``at`` a past moment (with a timezone): those
+    that apply, i.e. the global ones, plus ``project_id``'s and ``session_id``'s; ``all=True``
+    adds every other project's and session's."""
     return RequestParts(
-        query=query_params(user_id=user_id, scope=scope, project_id=project_id, session_id=session_id, at=at)
+        query=query_params(user_id=user_id, scope=scope, project_id=project_id, session_id=session_id, at=at, all=all)
     )
 
 
