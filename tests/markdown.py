@@ -14,6 +14,7 @@ A quickstart block is a fenced block right after an HTML comment ``<!-- quicksta
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,53 @@ def output_pattern(expected: str) -> re.Pattern[str]:
 def matches(expected: str, actual: str) -> bool:
     lines = [line.rstrip() for line in actual.rstrip().splitlines()]
     return output_pattern(expected).fullmatch("".join(f"{line}\n" for line in lines)) is not None
+
+
+# --- code fences -------------------------------------------------------------------------------
+
+#: A line that may open or close a fenced code block: three or more backticks or tildes (indented
+#: any amount: inside a list item a fence is indented with it), then the rest of the line.
+_FENCE_LINE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})(?P<rest>.*)$")
+
+
+def fence_problems(text: str) -> list[str]:
+    """What is wrong with the fenced code blocks of ``text``, as CommonMark reads fences: a
+    block closes on a line of at least as many of its own character and nothing else but
+    blanks. So a would-be closing fence with text after it (```` ``` The ````) closes nothing
+    and the prose after it renders as code, up to the next bare fence (which then opens where
+    a block was meant to close); and a block still open at the end takes the rest of the page.
+    A backtick fence's info string holds no backtick."""
+    problems: list[str] = []
+    opened: tuple[int, str] | None = None  # (line, fence)
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _FENCE_LINE.match(line)
+        if m is None:
+            continue
+        fence, rest = m["fence"], m["rest"]
+        if opened is None:
+            if not (fence[0] == "`" and "`" in rest):
+                opened = (number, fence)
+        elif fence[0] == opened[1][0] and len(fence) >= len(opened[1]):
+            if rest.strip():
+                problems.append(
+                    f"line {number}: a fence with text after it, inside the block line {opened[0]} opened"
+                    " (it closes nothing: a closing fence takes nothing after it)"
+                )
+            else:
+                opened = None
+    if opened is not None:
+        problems.append(f"line {opened[0]}: a code fence never closed")
+    return problems
+
+
+def markdown_files(root: Path) -> list[Path]:
+    """Every Markdown file under ``root``, but in hidden folders (``.venv``, ``.git``, caches)
+    and built metadata (``*.egg-info``)."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not d.endswith(".egg-info"))
+        found += (Path(folder) / f for f in files if f.endswith(".md"))
+    return sorted(found)
 
 
 # --- links -------------------------------------------------------------------------------------

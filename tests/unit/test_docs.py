@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.markdown import ROOT, anchor, anchors, broken_links, links, matches, quickstart_blocks
+from tests.markdown import (
+    ROOT,
+    anchor,
+    anchors,
+    broken_links,
+    fence_problems,
+    links,
+    markdown_files,
+    matches,
+    quickstart_blocks,
+)
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README = (ROOT / "README.md").read_text()
@@ -60,3 +70,22 @@ def test_anchors_are_githubs() -> None:
     assert anchor("The vector index: `auto`, chosen by measurement") == "the-vector-index-auto-chosen-by-measurement"
     assert anchor("TLS in a reverse proxy") == "tls-in-a-reverse-proxy"
     assert anchors("# A\n## B\n## B\n```\n## not a heading\n```\n") == {"a", "b", "b-1"}
+
+
+@pytest.mark.parametrize("page", markdown_files(ROOT), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_code_fence_is_closed(page: Path) -> None:
+    """A fence left open turns what follows into code (issue 46: the SDK README's "Errors"
+    section rendered as code after a closing fence with text on its line)."""
+    assert not fence_problems(page.read_text()), page.relative_to(ROOT)
+
+
+def test_fence_problems_are_found() -> None:
+    assert fence_problems("text\n```python\ncode\n```\n") == []
+    found = fence_problems("```\ncode\n``` The\nprose\n```sh\nx\n```\n")
+    assert [problem.split(":")[0] for problem in found] == ["line 3", "line 5"], found
+    assert "inside the block line 1 opened" in found[0]
+    assert fence_problems("a\n```sh\nx\n```\n```\n") == ["line 5: a code fence never closed"]
+    assert fence_problems("````md\n```python\nx\n```\n````\n") == [], "a shorter fence inside a longer one"
+    assert fence_problems("~~~\n``` x\n~~~\n") == [], "a fence closes on its own character"
+    assert fence_problems("- item\n\n  ```json\n  {}\n  ```\n") == [], "indented in a list item"
+    assert fence_problems("```inline``` code\n") == [], "backticks in the info string: no fence"
