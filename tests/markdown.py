@@ -108,6 +108,13 @@ def fence_problems(text: str) -> list[str]:
     return problems
 
 
+def fenced_blocks(text: str, lang: str) -> list[str]:
+    """The bodies of the fenced blocks of ``lang`` (```` ```json ````), in order."""
+    return [
+        m["body"] for m in re.finditer(rf"^```{re.escape(lang)}\n(?P<body>.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    ]
+
+
 def markdown_files(root: Path) -> list[Path]:
     """Every Markdown file under ``root``, but in hidden folders (``.venv``, ``.git``, caches)
     and built metadata (``*.egg-info``)."""

@@ -5,11 +5,13 @@ HTTP at the gateway's ``/mcp``, and over stdio as ``memstream mcp``."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio._core._subprocesses  # noqa: F401 - see below
@@ -27,6 +29,7 @@ from mcp.types import CallToolResult, TextContent
 from memstream_client import AsyncMemstream
 from memstream_client.mcp import Defaults, build_server
 from tests.fixtures.stack import RunningStack, Served, WorkerHandle, client_for, eventually, serve_gateway
+from tests.markdown import ROOT, fenced_blocks
 
 # anyio imports its subprocess module lazily, and pytest rewrites anyio's modules (it is a pytest
 # plugin): compiled deep inside the MCP stdio client's stack, CPython 3.11 fails with "AST
@@ -106,7 +109,10 @@ async def test_tools_list_with_schemas_and_annotations(memstream: AsyncMemstream
     assert set(turn["required"]) == {"role", "content"}
     assert turn["properties"]["role"]["enum"] == ["user", "assistant", "system", "tool"]
     search = tools["search_memory"].input_schema["properties"]
-    assert {"query", "kinds", "scopes", "project_id", "session_id", "since", "until", "limit"} <= set(search)
+    assert {"query", "kinds", "scopes", "project_id", "session_id", "since", "until", "k"} <= set(search)
+    assert "k" in tools["best_skills"].input_schema["properties"], "the count is k, as in REST"
+    for name, tool in tools.items():
+        assert tool.input_schema.get("additionalProperties") is False, name
     assert tools["related_entities"].input_schema["properties"]["depth"]["maximum"] == 4
     forget = tools["forget"].input_schema
     assert forget["required"] == ["memory_id"] and forget["properties"]["memory_id"]["format"] == "uuid"
@@ -273,6 +279,28 @@ async def test_a_gateway_refusal_is_an_error_result_with_its_message(memstream: 
         assert "Traceback" not in text_of(result)
 
 
+async def test_unknown_arguments_are_refused_by_name(memstream: AsyncMemstream, mode: str) -> None:
+    """Issue 46: ``k=100000`` ran with the default 10 (the count was ``limit``, and an unknown
+    argument was dropped). The count is ``k``, as in REST; an argument a tool does not take is
+    an error naming it and what the tool takes; k beyond the maximum is an error, not 10."""
+    server = build_server(lambda _ctx: memstream, defaults=Defaults(user_id="u1", agent_id="a"))
+    async with Client(server, mode=mode) as mcp:  # type: ignore[arg-type]
+        old_name = await mcp.call_tool("search_memory", {"query": "x", "limit": 5})
+        typos = await mcp.call_tool("recall", {"query": "x", "budgett": 500, "projectid": "p"})
+        too_many = await mcp.call_tool("search_memory", {"query": "x", "k": 100000})
+        skills = await mcp.call_tool("best_skills", {"task": "deploy", "limit": 2})
+        counted = await mcp.call_tool("search_memory", {"query": "x", "k": 3})
+        best = await mcp.call_tool("best_skills", {"task": "deploy", "k": 2})
+    assert old_name.is_error and "unknown argument limit" in text_of(old_name)
+    assert "this tool takes query, user_id, project_id, session_id, kinds" in text_of(old_name)
+    assert typos.is_error and "unknown arguments budgett, projectid" in text_of(typos)
+    assert too_many.is_error and "k" in text_of(too_many) and "100" in text_of(too_many)
+    assert skills.is_error and "unknown argument limit" in text_of(skills)
+    assert data(counted)["k"] == 3 and not best.is_error
+    for result in (old_name, typos, too_many, skills):
+        assert "Traceback" not in text_of(result)
+
+
 async def test_resources_facts_and_buffer(memstream: AsyncMemstream, running_worker: WorkerHandle) -> None:
     user = f"u-{uuid.uuid4().hex[:6]}"
     await memstream.turns.publish(
@@ -379,6 +407,65 @@ async def test_http_tenant_isolation_and_scopes(
     async with over_http(served, ingest_only, **{"x-memstream-user-id": user}) as mcp_i:
         no_read = await mcp_i.call_tool("recall", {"query": "anything"})
     assert no_read.is_error and "403" in text_of(no_read) and "read" in text_of(no_read)
+
+
+#: Where the MCP URL configuration is documented, and the address it names.
+URL_CONFIG_PAGES = [ROOT / "README.md", ROOT / "docs" / "mcp.md"]
+DOCUMENTED_MCP_URL = "http://127.0.0.1:8080/mcp"
+
+
+def documented_url_config(page: Path) -> dict[str, str]:
+    """The headers of ``page``'s MCP URL configuration, as written (its one JSON block naming the URL)."""
+    [config] = [json.loads(b) for b in fenced_blocks(page.read_text(), "json") if DOCUMENTED_MCP_URL in b]
+    server = config["mcpServers"]["memstream"]
+    assert server["url"] == DOCUMENTED_MCP_URL
+    headers: dict[str, str] = server["headers"]
+    return headers
+
+
+@pytest.mark.parametrize("page", URL_CONFIG_PAGES, ids=lambda p: p.name)
+async def test_the_documented_url_configuration_remembers_with_the_quickstarts_key(
+    stack: RunningStack, served: Served, running_worker: WorkerHandle, page: Path
+) -> None:
+    """Issue 46: the README's MCP configuration failed on ``remember`` with the quickstart's key
+    (tenant-level, ingest and read): 422, agent_id required. As written, with that key in place
+    of ``msk_...``, a model's ``remember`` and ``recall`` name neither user nor agent, and work."""
+    headers = documented_url_config(page)
+    assert headers.pop("Authorization") == "Bearer msk_..."
+    key = stack.key(
+        f"t-{uuid.uuid4().hex[:10]}", scopes=("ingest", "read")
+    )  # memstream keys create --scopes ingest,read
+    async with over_http(served, key, **headers) as mcp:
+        stored = data(
+            await mcp.call_tool("remember", {"turns": [{"role": "user", "content": "My bike lock is 3381."}]})
+        )
+        assert stored["accepted"] == 1
+
+        async def recalled() -> bool:
+            return "3381" in data(await mcp.call_tool("recall", {"query": "what is my bike lock code?"}))["prompt"]
+
+        await eventually(recalled)
+
+
+async def test_remember_without_an_agent_says_how_to_name_one(stack: RunningStack, served: Served) -> None:
+    key = stack.key(f"t-{uuid.uuid4().hex[:10]}", scopes=("ingest", "read"))
+    async with over_http(served, key, **{"x-memstream-user-id": "alice"}) as mcp:
+        refused = await mcp.call_tool("remember", {"turns": [{"role": "user", "content": "not stored"}]})
+        outcome = await mcp.call_tool("record_tool_outcome", {"skill": "deploy", "status": "success"})
+    for result in (refused, outcome):
+        assert result.is_error and "422" in text_of(result) and "agent_id is required" in text_of(result)
+        assert "X-Memstream-Agent-Id" in text_of(result) and "--agent-id" in text_of(result)
+
+
+async def test_http_refuses_unknown_arguments_by_name(stack: RunningStack, served: Served) -> None:
+    key = stack.key(f"t-{uuid.uuid4().hex[:10]}", scopes=("ingest", "read"))
+    async with over_http(served, key, **{"x-memstream-user-id": "alice"}) as mcp:
+        old_name = await mcp.call_tool("search_memory", {"query": "x", "limit": 100000})
+        too_many = await mcp.call_tool("search_memory", {"query": "x", "k": 100000})
+        counted = await mcp.call_tool("search_memory", {"query": "x", "k": 7})
+    assert old_name.is_error and "unknown argument limit" in text_of(old_name)
+    assert too_many.is_error and "less than or equal to 100" in text_of(too_many)
+    assert data(counted)["k"] == 7
 
 
 # --- over stdio: `memstream mcp` as a subprocess -------------------------------------------------

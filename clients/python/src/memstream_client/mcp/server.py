@@ -24,8 +24,10 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from memstream_client import AsyncMemstream
@@ -96,9 +98,47 @@ class Defaults:
 #: The session of a connection that names none.
 DEFAULT_SESSION = "mcp"
 
+#: What a write needs when neither the key, the call nor the connection names an agent.
+#: memstream makes none up: a memory belongs to the agent that wrote it, and keys bound to
+#: that agent see it (under an invented agent, no agent's key would).
+NO_AGENT = (
+    "name the agent: pass agent_id, or give the connection one (the X-Memstream-Agent-Id header over "
+    "HTTP, --agent-id on stdio), or use a key bound to an agent"
+)
+
 
 #: The client for the current call: one fixed client on stdio, the caller's key over HTTP.
 ClientSource = Callable[[Context], AsyncMemstream]
+
+
+class KnownArguments(ArgModelBase):
+    """A tool's arguments, every one known: an argument the tool does not take (``k=100000``
+    where the count is named otherwise, a misspelt filter) is an error that names it and the
+    ones the tool takes, never silently dropped. The arguments' values are not repeated back."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_known(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = [field.alias or name for name, field in cls.model_fields.items()]
+            unknown = sorted(str(name) for name in data if name not in known)
+            if unknown:
+                raise ValueError(
+                    f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: "
+                    f"this tool takes {', '.join(known)}"
+                )
+        return data
+
+
+def refusing_unknown_arguments(tool: Tool) -> Tool:
+    """``tool`` with arguments that refuse unknown names (``KnownArguments``), and an input
+    schema that says so (``additionalProperties: false``)."""
+    given = tool.fn_metadata.arg_model
+    strict = create_model(given.__name__, __base__=(given, KnownArguments))
+    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    return tool.model_copy(update={"fn_metadata": metadata, "parameters": strict.model_json_schema(by_alias=True)})
 
 
 class MemoryTurn(BaseModel):
@@ -134,13 +174,17 @@ def build_server(
     """The memstream MCP server: its tools and resources, calling the gateway through the
     client ``client_source`` gives for each call."""
     base = defaults or Defaults()
-    server = MCPServer(
-        name="memstream",
-        title="memstream memory",
-        instructions=INSTRUCTIONS,
-        token_verifier=token_verifier,
-        auth=auth,
-    )
+    tools: list[Tool] = []
+
+    def tool(*, description: str, annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Registers a tool (as ``MCPServer.tool`` would), refusing unknown arguments."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            tools.append(refusing_unknown_arguments(Tool.from_function(fn, description=description,
+                                                                       annotations=annotations)))  # fmt: skip
+            return fn
+
+        return register
 
     def defaults_for(ctx: Context) -> Defaults:
         try:
@@ -155,7 +199,7 @@ def build_server(
             raise ToolError("user_id is required: this connection has no default user")
         return chosen
 
-    @server.tool(
+    @tool(
         description="Store conversation turns in long-term memory. Returns at once (extraction of facts "
         "happens in the background); a turn sent again with the same event_id is stored once.",
         annotations=WRITE,
@@ -181,11 +225,11 @@ def build_server(
             {**{k: v for k, v in common.items() if v is not None}, **turn.model_dump(mode="json", exclude_none=True)}
             for turn in turns
         ]
-        async with _gateway_errors():
+        async with _gateway_errors(agent_hint=common["agent_id"] is None):
             accepted = await client_source(ctx).turns.publish(batch)
         return _plain(accepted)
 
-    @server.tool(
+    @tool(
         description="What to know before answering: the user's facts, the conversation so far, a summary "
         "and the memories most relevant to `query`, packed into `budget` tokens as a ready prompt.",
         annotations=READ,
@@ -209,7 +253,7 @@ def build_server(
             )
         return _plain(context)
 
-    @server.tool(
+    @tool(
         description="Search long-term memory (turns, facts, summaries, lessons, skills) by meaning and by words, "
         "with optional filters. Each hit has its text, kind, time and score.",
         annotations=READ,
@@ -230,7 +274,7 @@ def build_server(
         tags: Annotated[list[str] | None, Field(description="Any of these tags.")] = None,
         since: Annotated[datetime | None, Field(description="Not before (ISO 8601 with a timezone).")] = None,
         until: Annotated[datetime | None, Field(description="Not after (ISO 8601 with a timezone).")] = None,
-        limit: Annotated[int, Field(ge=1, le=100, description="How many hits.")] = 10,
+        k: Annotated[int, Field(ge=1, le=100, description="How many hits.")] = 10,
     ) -> dict[str, Any]:
         async with _gateway_errors():
             found = await client_source(ctx).search(
@@ -243,11 +287,11 @@ def build_server(
                 tags=tags,
                 since=since,
                 until=until,
-                k=limit,
+                k=k,
             )
         return _plain(found)
 
-    @server.tool(
+    @tool(
         description="The facts known about the user that apply here: the global ones, plus the project's and "
         "the session's when given (the connection's project by default); current ones, or those valid at `as_of`.",
         annotations=READ,
@@ -270,7 +314,7 @@ def build_server(
             )
         return _plain(facts)
 
-    @server.tool(
+    @tool(
         description="How what is known about one entity (e.g. 'user', a project name) changed over time: every "
         "version with when it was valid and why it changed.",
         annotations=READ,
@@ -284,7 +328,7 @@ def build_server(
             history = await client_source(ctx).entities.history(entity, user_id=user_of(ctx, user_id))
         return _plain(history)
 
-    @server.tool(
+    @tool(
         description="Entities related to one entity in the user's knowledge graph, up to `depth` hops away.",
         annotations=READ,
     )
@@ -301,7 +345,7 @@ def build_server(
             )
         return _plain(graph)
 
-    @server.tool(
+    @tool(
         description="The approaches that worked best for a kind of task before, with success rates and advice.",
         annotations=READ,
     )
@@ -309,13 +353,13 @@ def build_server(
         ctx: Context,
         task: Annotated[str, Field(min_length=1, max_length=500, description="The task, e.g. 'deploy the api'.")],
         user_id: UserArg = None,
-        limit: Annotated[int, Field(ge=1, le=50, description="How many skills.")] = 5,
+        k: Annotated[int, Field(ge=1, le=50, description="How many skills.")] = 5,
     ) -> dict[str, Any]:
         async with _gateway_errors():
-            skills = await client_source(ctx).skills.best(user_of(ctx, user_id), task, k=limit)
+            skills = await client_source(ctx).skills.best(user_of(ctx, user_id), task, k=k)
         return _plain(skills)
 
-    @server.tool(
+    @tool(
         description="Record how a tool call or a whole task went, so that `best_skills` learns from it. "
         "Sent again with the same event_id, it is stored once.",
         annotations=WRITE,
@@ -345,11 +389,11 @@ def build_server(
             "steps": steps,
             "event_id": str(event_id) if event_id else None,
         }
-        async with _gateway_errors():
+        async with _gateway_errors(agent_hint=known.agent_id is None):
             accepted = await client_source(ctx).tool_events.record({k: v for k, v in event.items() if v is not None})
         return _plain(accepted)
 
-    @server.tool(
+    @tool(
         description="Forget one memory for good, e.g. when the user asks to: `memory_id` is the `id` of a "
         "`search_memory` hit (a turn, a summary, a lesson or a fact). It is never found, recalled or rebuilt "
         "again; a fact's earlier version takes its place. Forgetting it again answers the same (`repeated`).",
@@ -363,7 +407,7 @@ def build_server(
             forgotten = await client_source(ctx).memories.delete(memory_id)
         return _plain(forgotten)
 
-    @server.tool(
+    @tool(
         description="Whether a command may run: ALLOW, BLOCK or PENDING (ask a person), with the tier and the "
         "rule that decided. Call it right before running a shell command or another risky tool: an ALLOW "
         "that an operator's allow-once grant gave is used up by this check. Run the command only on ALLOW, "
@@ -397,6 +441,15 @@ def build_server(
             )
         return _plain(verdict)
 
+    server = MCPServer(
+        name="memstream",
+        title="memstream memory",
+        instructions=INSTRUCTIONS,
+        token_verifier=token_verifier,
+        auth=auth,
+        tools=tools,
+    )
+
     @server.resource(
         "memstream://users/{user_id}/facts",
         name="facts",
@@ -421,13 +474,17 @@ def build_server(
 
 
 @contextlib.asynccontextmanager
-async def _gateway_errors(error: type[Exception] = ToolError) -> AsyncIterator[None]:
+async def _gateway_errors(error: type[Exception] = ToolError, *, agent_hint: bool = False) -> AsyncIterator[None]:
     """Turns the gateway's refusals into the MCP error a model can read: its code and message,
-    never a stack trace."""
+    never a stack trace (``agent_hint``: no agent was named, and a refusal for want of one
+    says how to name it, ``NO_AGENT``)."""
     try:
         yield
     except MemstreamError as exc:
-        raise error(_describe(exc)) from None
+        described = _describe(exc)
+        if agent_hint and "agent_id" in described:
+            described = f"{described}: {NO_AGENT}"
+        raise error(described) from None
     except PydanticValidationError as exc:  # refused by the SDK's models before sending
         fields = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise error(f"invalid arguments: {fields}") from None
