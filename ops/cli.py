@@ -214,8 +214,26 @@ def _maintain(args: argparse.Namespace, settings: Settings) -> int:
             await models.aclose()
             await embedder.aclose()
 
-    print(orjson.dumps(asyncio.run(run()), option=orjson.OPT_INDENT_2).decode())
+    reports = asyncio.run(run())
+    print(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode())
+    # What was found, for a person, on stderr: the JSON on stdout stays the report alone.
+    for line in _maintain_summary(reports, dry_run=args.dry_run):
+        print(line, file=sys.stderr)
     return 0
+
+
+def _maintain_summary(reports: list[dict[str, object]], *, dry_run: bool) -> list[str]:
+    """What ``memstream maintain`` found, in words: each tenant's notes (``TenantReport.notes``),
+    or that there was no tenant to look at."""
+    mode = " (dry run: nothing changed)" if dry_run else ""
+    if not reports:
+        return [f"memstream maintain{mode}: no tenant has stored anything yet: nothing to maintain"]
+    lines = []
+    for report in reports:
+        lines.append(f"memstream maintain{mode}: tenant {report['tenant_id']}")
+        notes = report.get("notes")
+        lines += [f"  {note}" for note in (notes if isinstance(notes, list) else [])]
+    return lines
 
 
 def _instant(value: str) -> datetime:
@@ -284,7 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintain = sub.add_parser("maintain", help="expire, compact and forget now (JSON report)")
     maintain.add_argument("--tenant", help="one tenant (default: every tenant seen)")
-    maintain.add_argument("--dry-run", action="store_true", help="report what would be compacted and forgotten")
+    maintain.add_argument(
+        "--dry-run", action="store_true", help="change nothing: report what would be expired, compacted and forgotten"
+    )
     maintain.add_argument("--no-compact", action="store_true")
     maintain.add_argument("--no-forget", action="store_true")
     maintain.add_argument("--no-expire", action="store_true")

@@ -10,8 +10,9 @@ from typing import Any
 import orjson
 
 from memstream.settings import Settings
+from schemas import topics
 
-HELP = "the dead-letter topic memstream.dlq.v1: list records and why they failed, replay them after a fix"
+HELP = f"the dead-letter topic {topics.DLQ}: list records and why they failed, replay them after a fix"
 
 
 def _selection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +39,21 @@ def add_parser(sub: Any) -> None:
     dlq.set_defaults(func=run)
 
 
+def nothing_found(total: int, selection: str) -> str:
+    """Why nothing is listed or replayed: an empty topic, or a selection that matches none."""
+    if total == 0:
+        return f"no dead letters in {topics.DLQ}"
+    return f"none of the {total} dead letter{'s' if total > 1 else ''} in {topics.DLQ} match {selection}"
+
+
+def _described(args: argparse.Namespace) -> str:
+    """The selection as it was given on the command line."""
+    given = [f"--offset {o}" for o in args.offset]
+    given += [f"{flag} {value!r}" for flag, value in (("--reason", args.reason), ("--stage", args.stage),
+              ("--source-topic", args.source_topic)) if value is not None]  # fmt: skip
+    return " ".join(given)
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from ops.dlq import DeadLetterError, Selection, read_dead_letters, replay_dead_letters
     from ops.stack.state import with_running_stack
@@ -50,7 +66,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     resolved = with_running_stack(settings)
     bootstrap, security = resolved.require_kafka(), resolved.kafka_security()
     try:
-        chosen = [d for d in asyncio.run(read_dead_letters(bootstrap, security=security)) if selection(d)]
+        letters = asyncio.run(read_dead_letters(bootstrap, security=security))
+        chosen = [d for d in letters if selection(d)]
+        if not chosen:  # stdout stays JSON (none): what was found goes to stderr
+            print(f"memstream dlq: {nothing_found(len(letters), _described(args))}", file=sys.stderr)
         if args.action == "list" or args.dry_run:
             for letter in chosen:
                 sys.stdout.buffer.write(orjson.dumps(letter.as_dict()) + b"\n")

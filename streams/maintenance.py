@@ -22,8 +22,10 @@ from schemas.turns import Turn
 from sinks.postgres.episodes import Episode, upsert_episodes
 from sinks.postgres.event_log import maintenance_session
 from sinks.postgres.maintenance import (
+    FORGET_RULES,
     DayOfEpisodes,
     RetentionPolicy,
+    count_expired,
     days_to_compact,
     delete_expired,
     episodes_of_day,
@@ -43,10 +45,17 @@ MAINTENANCE_AGENT = "memstream"
 class TenantReport:
     tenant_id: str
     dry_run: bool
+    #: Rows past their expiry deleted (a dry run: counted, to be deleted).
     expired: dict[str, int] = field(default_factory=dict)
     compacted: list[dict[str, Any]] = field(default_factory=list)
     forgotten: dict[str, int] = field(default_factory=dict)
     forgotten_ids: list[str] = field(default_factory=list)
+    #: The rules checked: the compaction window (the tenant's, else the deployment's) and each
+    #: forgetting rule (null: unset, so it forgets nothing).
+    policy: dict[str, Any] = field(default_factory=dict)
+    #: What each step found, in words, above all why it did nothing (``memstream maintain``
+    #: prints them on stderr).
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,8 +80,9 @@ class Maintainer:
         report = TenantReport(tenant_id, dry_run)
         async with tenant_transaction(self.pool, tenant_id, actor="maintenance") as conn:
             policy = await retention_policy(conn, tenant_id)
-            if expire and not dry_run:
-                report.expired = await delete_expired(conn, tenant_id)
+            if expire:
+                report.expired = await (count_expired(conn) if dry_run else delete_expired(conn, tenant_id))
+        report.policy = self._policy(policy)
         if compact:
             report.compacted = await self._compact(tenant_id, policy, dry_run=dry_run)
         if forget_:
@@ -80,7 +90,17 @@ class Maintainer:
                 forgotten = await forget(conn, tenant_id, policy, dry_run=dry_run)
             report.forgotten = {rule: len(ids) for rule, ids in forgotten.by_rule.items()}
             report.forgotten_ids = forgotten.forgotten
+        report.notes = findings(report, policy, compact=compact, forget_=forget_, expire=expire)
         return report
+
+    def _policy(self, policy: RetentionPolicy) -> dict[str, Any]:
+        return {
+            "compact_after_days": policy.compact_after_days or self.settings.compact_after_days,
+            "compact_after_days_from": "tenant" if policy.compact_after_days else "deployment",
+            "compact_min_episodes": self.settings.compact_min_episodes,
+            **{rule: getattr(policy, rule) for rule in FORGET_RULES},
+            "decay_half_life_days": policy.decay_half_life_days,
+        }
 
     async def _compact(self, tenant_id: str, policy: RetentionPolicy, *, dry_run: bool) -> list[dict[str, Any]]:
         days = policy.compact_after_days or self.settings.compact_after_days
@@ -142,3 +162,37 @@ class Maintainer:
 
     async def run_all(self, **options: Any) -> list[TenantReport]:
         return [await self.run(tenant, **options) for tenant in await self.tenants()]
+
+
+def findings(report: TenantReport, policy: RetentionPolicy, *, compact: bool, forget_: bool, expire: bool) -> list[str]:
+    """What each step found, said so that an empty report explains itself."""
+    would = "would be " if report.dry_run else ""
+    notes = []
+    if not expire:
+        notes.append("expiry: not asked for")
+    else:
+        counts = ", ".join(f"{n} {kind}" for kind, n in report.expired.items())
+        notes.append(f"expiry: {counts} past their expiry{' (a run deletes them)' if report.dry_run else ', deleted'}")
+    if not compact:
+        notes.append("compaction: not asked for")
+    elif report.compacted:
+        notes.append(f"compaction: {len(report.compacted)} days of episodes {would}compacted into summaries")
+    else:
+        p = report.policy
+        notes.append(
+            f"compaction: no user has a day of {p['compact_min_episodes']} episodes or more older than"
+            f" {p['compact_after_days']} days (the {p['compact_after_days_from']}'s window)"
+        )
+    if not forget_:
+        notes.append("forgetting: not asked for")
+    elif not policy.forgets:
+        notes.append(
+            f"forgetting: no retention rule is set for this tenant ({', '.join(FORGET_RULES)} are unset:"
+            " PUT /v1/tenant/retention), so nothing is forgotten"
+        )
+    else:
+        rules = ", ".join(
+            f"{rule} {getattr(policy, rule)}" for rule in FORGET_RULES if getattr(policy, rule) is not None
+        )
+        notes.append(f"forgetting: {len(report.forgotten_ids)} episodes {would}forgotten by {rules}")
+    return notes

@@ -35,6 +35,10 @@ def _days(value: int | None) -> int | None:
     return None if value is None else min(value, MAX_DAYS)
 
 
+#: The forgetting rules of a retention policy (``forget``); with none set, nothing is forgotten.
+FORGET_RULES = ("min_importance", "max_age_days", "unaccessed_days", "max_per_user")
+
+
 @dataclass(frozen=True)
 class RetentionPolicy:
     """Per tenant (``tenant_settings``); None switches a rule off."""
@@ -45,6 +49,11 @@ class RetentionPolicy:
     max_per_user: int | None = None
     unaccessed_days: int | None = None
     decay_half_life_days: float | None = None
+
+    @property
+    def forgets(self) -> bool:
+        """Whether any forgetting rule is set (``FORGET_RULES``)."""
+        return any(getattr(self, rule) is not None for rule in FORGET_RULES)
 
     @property
     def decay_lambda(self) -> float:
@@ -98,6 +107,17 @@ async def register_tenants(conn: psycopg.AsyncConnection[Any], tenant_ids: set[s
 
 
 # --- expiry -------------------------------------------------------------------------------
+
+
+async def count_expired(conn: psycopg.AsyncConnection[Any]) -> dict[str, int]:
+    """What ``delete_expired`` would delete now, counted (a dry run), in the same shape."""
+    cur = await conn.execute(
+        "SELECT (SELECT count(*) FROM episodes WHERE expires_at <= now()),"
+        " (SELECT count(*) FROM facts WHERE expires_at <= now())"
+    )
+    row = await cur.fetchone()
+    episodes, facts = row if row else (0, 0)
+    return {"episodes": int(episodes), "facts": int(facts)}
 
 
 async def delete_expired(conn: psycopg.AsyncConnection[Any], tenant_id: str) -> dict[str, int]:

@@ -249,14 +249,35 @@ async def store_old_episodes(
     return [t.event_id for t in turns]
 
 
-def maintain(stack: RunningStack, *args: str) -> list[dict[str, Any]]:
+def maintain_process(stack: RunningStack, *args: str) -> subprocess.CompletedProcess[str]:
+    """``memstream maintain ARGS`` as an operator runs it, checked for its exit status."""
     result = subprocess.run(
         [sys.executable, "-m", "ops", "maintain", *args],
         env={**os.environ, **settings_env(stack.settings)}, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    reports: list[dict[str, Any]] = orjson.loads(result.stdout)
+    return result
+
+
+def maintain(stack: RunningStack, *args: str) -> list[dict[str, Any]]:
+    reports: list[dict[str, Any]] = orjson.loads(maintain_process(stack, *args).stdout)
     return reports
+
+
+async def test_a_dry_run_says_what_it_checked_and_why_nothing_would_happen(stack: RunningStack, tenant: str) -> None:
+    """Issue 46: ``maintain --dry-run`` printed an empty report. It now counts what expiry would
+    delete, names the rules in effect, and says on stderr why each step would do nothing."""
+    await store_old_episodes(stack, tenant, "user-1", datetime.now(UTC) - timedelta(days=1), 2)
+    result = maintain_process(stack, "--tenant", tenant, "--dry-run")
+    [report] = orjson.loads(result.stdout)
+    assert report["expired"] == {"episodes": 0, "facts": 0} and report["compacted"] == [] and report["forgotten"] == {}
+    assert report["policy"]["compact_after_days_from"] == "deployment"
+    assert all(report["policy"][rule] is None for rule in ("min_importance", "max_age_days", "max_per_user"))
+    assert f"memstream maintain (dry run: nothing changed): tenant {tenant}" in result.stderr
+    assert "no retention rule is set for this tenant" in result.stderr
+    assert "no user has a day of" in result.stderr and report["notes"] == [
+        line.strip() for line in result.stderr.splitlines() if line.startswith("  ")
+    ]
 
 
 async def test_compaction_replaces_a_day_with_a_summary_and_the_log_shows_it(
